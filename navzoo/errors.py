@@ -1,0 +1,21 @@
+"""Exceptions a user can cause. Every message says what was wrong and what to do about it."""
+
+from collections.abc import Iterable
+
+
+class NavzooError(Exception):
+    """Base class for all errors raised by navzoo on bad input."""
+
+
+class ConfigError(NavzooError, ValueError):
+    """A configuration field has a value navzoo cannot use."""
+
+    def __init__(self, field: str, value: object, allowed: str | Iterable[object]):
+        if not isinstance(allowed, str):
+            allowed = "one of " + ", ".join(repr(a) for a in allowed)
+        self.field, self.value, self.allowed = field, value, allowed
+        super().__init__(f"invalid {field}={value!r}: allowed values are {allowed}")
+
+
+class EpisodeError(NavzooError, ValueError):
+    """An episode or episode file cannot be used in the scene it names."""

@@ -1,0 +1,287 @@
+"""BatchSim: N navigation environments stepped, scored and rendered in one call, on CPU or CUDA.
+
+Observations follow habitat's sensor names and layouts: ``depth`` [N, H, W, 1] float32 in [0, 1] (z-depth
+normalised from [min_depth, max_depth]), ``rgb`` [N, H, W, 3] uint8, and for PointGoal
+``pointgoal_with_gps_compass`` [N, 2] = (rho, phi) with phi positive to the agent's right. Episodes reset
+themselves: the observation returned for a finished environment is the first of its next episode, and the
+finished episode's metrics come back in ``info["episode"]``.
+
+Randomness is a counter-based hash of (environment seed, episode counter), so every environment has its own
+reproducible stream, and CPU and CUDA draw the same episodes.
+"""
+
+import math
+
+import torch
+
+from navzoo.errors import ConfigError, NavzooError
+from navzoo.sim import render
+from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, SimConfig
+from navzoo.sim.episodes import STARTS_PER_ANCHOR, Episode, load_episodes, split_episodes
+from navzoo.sim.physics import disc_free, move
+from navzoo.sim.pool import ScenePool
+from navzoo.sim.scenes import stable_seed
+
+_MASK32 = 0xFFFFFFFF
+
+
+class BatchSim:
+    """A batch of environments of one task and split. See the module docstring for the data layout."""
+
+    def __init__(self, config: SimConfig, episodes: list[Episode] | None = None):
+        self.config = config
+        self.num_envs = n = config.num_envs
+        self.device = dev = torch.device(config.device)
+        if episodes is None and config.episodes_file is not None:
+            episodes = load_episodes(config.episodes_file)
+        if episodes is None and config.split != "train":
+            episodes = split_episodes(config.split, config.scene_families, config.episodes_per_scene,
+                                      config.agent_radius, config.min_geodesic, config.max_geodesic)
+        self.pool = ScenePool(config, dev, episodes)
+        self.fixed = episodes is not None
+        self.num_episodes = len(episodes) if self.fixed else None
+        height, width = config.resolution
+        # Walk rays far enough that the image's edge columns reach max_depth in z-depth.
+        max_range = config.max_depth * math.sqrt(1 + math.tan(math.radians(config.hfov) / 2) ** 2)
+        self.camera = render.Camera(height, width, config.hfov, max_range, dev)
+
+        self.slot = torch.zeros(n, dtype=torch.long, device=dev)
+        self.pos = torch.zeros(n, 2, device=dev)
+        self.heading = torch.zeros(n, device=dev)
+        self.goal = torch.zeros(n, 2, device=dev)
+        self.field = torch.zeros(n, dtype=torch.long, device=dev)
+        self.steps = torch.zeros(n, dtype=torch.long, device=dev)
+        self.path_length = torch.zeros(n, device=dev)
+        self.collisions = torch.zeros(n, dtype=torch.long, device=dev)
+        self.geodesic = torch.zeros(n, device=dev)  # to the goal (PointGoal) or from the start (Flee)
+        self.start_geodesic = torch.zeros(n, device=dev)
+        self.episode_return = torch.zeros(n, device=dev)
+        self.episode_index = torch.zeros(n, dtype=torch.long, device=dev)
+        self.episode_counter = torch.zeros(n, dtype=torch.long, device=dev)
+        self.env_seeds = torch.zeros(n, dtype=torch.long, device=dev)
+        self.trajectory_start = torch.zeros(n, 2, device=dev)
+        if config.task == "explore":
+            rows, cols = self.pool.atlas.heights.shape[1:]
+            size = self.pool.cell_size
+            self.visit_shape = (math.ceil(rows * size / config.explore_cell_size),
+                                math.ceil(cols * size / config.explore_cell_size))
+            self.visited = torch.zeros(n, *self.visit_shape, dtype=torch.bool, device=dev)
+        self.seed(config.seed)
+
+    # --- public API ------------------------------------------------------------------------------------
+    def seed(self, seed: int | list[int]) -> None:
+        """Seed every environment: one int (each environment derives its own) or one int per environment."""
+        if isinstance(seed, int):
+            seeds = [stable_seed("env", seed, i) & 0x7FFFFFFF for i in range(self.num_envs)]
+        else:
+            if len(seed) != self.num_envs:
+                raise ConfigError("seed", seed, f"an int or a list of {self.num_envs} ints")
+            seeds = [int(s) & 0x7FFFFFFF for s in seed]
+        self.env_seeds = torch.tensor(seeds, dtype=torch.long, device=self.device)
+        self.episode_counter.zero_()
+
+    def reset(self, seed: int | list[int] | None = None) -> dict[str, torch.Tensor]:
+        """Start a new episode in every environment and return the first observations."""
+        if seed is not None:
+            self.seed(seed)
+        everyone = torch.arange(self.num_envs, device=self.device)
+        self._start_episodes(everyone)
+        return self.observe()
+
+    def step(self, actions: torch.Tensor):
+        """Apply one action per environment; returns (observations, rewards, dones, info)."""
+        cfg = self.config
+        actions = self._check_actions(actions)
+        stop = actions == STOP
+        turn = (actions == TURN_LEFT).float() - (actions == TURN_RIGHT).float()
+        self.heading = _wrap(self.heading + turn * math.radians(cfg.turn_angle))
+        forward = actions == MOVE_FORWARD
+        delta = torch.stack([torch.cos(self.heading), torch.sin(self.heading)], 1) * cfg.forward_step
+        delta = delta * forward[:, None]
+        old = self.pos
+        self.pos, collided = move(self.pool.atlas.heights, self.pool.cell_size, self.slot, self.pos, delta,
+                                  cfg.agent_radius)
+        collided &= forward
+        self.collisions += collided.long()
+        self.path_length += (self.pos - old).norm(dim=1)
+        self.steps += 1
+
+        reward, metrics = self._task_step(stop)
+        self.episode_return += reward
+        truncated = (self.steps >= cfg.max_episode_steps) & ~stop
+        done = stop | truncated
+        info = {"collided": collided, "truncated": truncated}
+        if bool(done.any()):
+            metrics.update(self._episode_metrics())
+            info["episode"] = {k: v.clone() for k, v in metrics.items()}
+            finished = torch.nonzero(done).squeeze(1)
+            self._start_episodes(finished)
+        return self.observe(), reward, done, info
+
+    def observe(self, envs: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Render the sensors of all environments (or of the listed ones)."""
+        cfg = self.config
+        idx = slice(None) if envs is None else envs
+        obs = {}
+        if cfg.sensors:
+            want_rgb = "rgb" in cfg.sensors
+            hits, extra = render.cast(self.pool.atlas, self.camera, self.slot[idx], self.pos[idx],
+                                      self.heading[idx], cfg.sensor_height, with_surfaces=want_rgb)
+            if "depth" in cfg.sensors:
+                z = hits.z.permute(0, 2, 1).flip(1)  # [N, H, W], top row first
+                depth = (z.clamp(cfg.min_depth, cfg.max_depth) - cfg.min_depth) / (cfg.max_depth - cfg.min_depth)
+                obs["depth"] = depth[..., None]
+            if want_rgb:
+                n = self.pos[idx].shape[0]
+                obs["rgb"] = render.shade(hits, *extra, self.pool.materials, n, self.camera.width,
+                                          self.camera.height)
+        if cfg.task == "pointnav":
+            obs["pointgoal_with_gps_compass"] = self._pointgoal(idx)
+        return obs
+
+    def geodesic_distance(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
+        """Geodesic distance from points [M, 2] to the goal (Flee: from the start) of the listed envs."""
+        idx = slice(None) if envs is None else envs
+        return self._lookup(self.field[idx], points)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # --- episodes --------------------------------------------------------------------------------------
+    def _start_episodes(self, envs: torch.Tensor) -> None:
+        cfg, pool = self.config, self.pool
+        u = self._uniform(envs, 4)
+        self.episode_counter[envs] += 1
+        if self.fixed:
+            index = (envs + (self.episode_counter[envs] - 1) * self.num_envs) % self.num_episodes
+            table = pool.episodes
+            self.episode_index[envs] = index
+            self.slot[envs] = table["slot"][index]
+            self.pos[envs] = table["start"][index]
+            self.heading[envs] = table["heading"][index]
+            self.goal[envs] = table["goal"][index]
+            self.field[envs] = table["field"][index]
+        else:
+            active = pool.active_slots()
+            slot = active[(u[:, 0] * len(active)).long().clamp_max(len(active) - 1)]
+            anchors = pool.anchors_xy.shape[1]
+            anchor = (u[:, 1] * anchors).long().clamp_max(anchors - 1)
+            pick = (u[:, 2] * STARTS_PER_ANCHOR).long().clamp_max(STARTS_PER_ANCHOR - 1)
+            start_cell = pool.starts[slot, anchor, pick]  # (row, col)
+            start = (start_cell.flip(1).float() + 0.5) * pool.nav_cell
+            anchor_xy = pool.anchors_xy[slot, anchor]
+            self.slot[envs] = slot
+            self.pos[envs] = anchor_xy if cfg.task == "flee" else start
+            self.heading[envs] = (u[:, 3] * 2 - 1) * math.pi
+            self.goal[envs] = anchor_xy
+            self.field[envs] = slot * anchors + anchor
+            pool.note_episodes_started(len(envs), self.slot)
+        self.steps[envs] = 0
+        self.path_length[envs] = 0
+        self.collisions[envs] = 0
+        self.episode_return[envs] = 0
+        self.trajectory_start[envs] = self.pos[envs]
+        if cfg.task == "explore":
+            self.visited[envs] = False
+            self._visit(envs)
+        elif cfg.task == "pointnav":
+            self.geodesic[envs] = self._lookup(self.field[envs], self.pos[envs])
+        else:
+            self.geodesic[envs] = 0.0
+        self.start_geodesic[envs] = self.geodesic[envs]
+
+    def _uniform(self, envs: torch.Tensor, count: int) -> torch.Tensor:
+        """Uniform [0, 1) draws [M, count] from each env's (seed, episode counter) stream."""
+        key = _hash32(self.env_seeds[envs] ^ _hash32(self.episode_counter[envs] + 0x9E37))
+        draws = [_hash32(key + 0x6A09 * (j + 1)) for j in range(count)]
+        return torch.stack(draws, 1).float() / 2.0**32
+
+    # --- tasks -----------------------------------------------------------------------------------------
+    def _task_step(self, stop: torch.Tensor):
+        cfg = self.config
+        if cfg.task == "pointnav":
+            previous = self.geodesic
+            self.geodesic = self._lookup(self.field, self.pos)
+            self.geodesic = torch.where(torch.isfinite(self.geodesic), self.geodesic, previous)
+            reward = -(self.geodesic - previous) - 0.01
+            success = stop & (self.geodesic <= cfg.success_distance)
+            spl = success.float() * self.start_geodesic / torch.maximum(self.start_geodesic, self.path_length)
+            reward = reward + 2.5 * spl  # DD-PPO's terminal reward (SPL is 0 unless the episode ends here)
+            return reward, {"success": success.float(), "spl": spl, "distance_to_goal": self.geodesic.clone()}
+        if cfg.task == "flee":
+            previous = self.geodesic
+            current = self._lookup(self.field, self.pos)
+            self.geodesic = torch.where(torch.isfinite(current), current, previous)
+            scale = self.pool.field_max[self.field]
+            reward = 5.0 * (self.geodesic - previous) / scale
+            return reward, {"flee_distance": self.geodesic / scale}
+        newly = self._visit(torch.arange(self.num_envs, device=self.device))
+        return 0.25 * newly.float(), {"visited_cells": self.visited.flatten(1).sum(1).float()}
+
+    def _episode_metrics(self) -> dict[str, torch.Tensor]:
+        metrics = {
+            "path_length": self.path_length.clone(),
+            "collisions": self.collisions.float(),
+            "num_steps": self.steps.float(),
+            "episode_return": self.episode_return.clone(),
+        }
+        if self.fixed:
+            metrics["episode_index"] = self.episode_index.clone()
+        return metrics
+
+    def _visit(self, envs: torch.Tensor) -> torch.Tensor:
+        """Mark each env's current 1 m cell as visited; True where it was new."""
+        size = self.config.explore_cell_size
+        row = (self.pos[envs, 1] / size).long().clamp(0, self.visit_shape[0] - 1)
+        col = (self.pos[envs, 0] / size).long().clamp(0, self.visit_shape[1] - 1)
+        new = ~self.visited[envs, row, col]
+        self.visited[envs, row, col] = True
+        return new
+
+    def _pointgoal(self, idx) -> torch.Tensor:
+        rel = self.goal[idx] - self.pos[idx]
+        heading = self.heading[idx]
+        forward = rel[:, 0] * torch.cos(heading) + rel[:, 1] * torch.sin(heading)
+        left = -rel[:, 0] * torch.sin(heading) + rel[:, 1] * torch.cos(heading)
+        return torch.stack([rel.norm(dim=1), torch.atan2(-left, forward)], 1)
+
+    def _lookup(self, field: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
+        """Geodesic distance at continuous points: the best 3x3 neighbouring cell centre plus the hop to it."""
+        _, rows, cols = self.pool.fields.shape
+        size = self.pool.nav_cell
+        row = torch.floor(points[:, 1] / size).long()
+        col = torch.floor(points[:, 0] / size).long()
+        offsets = torch.arange(-1, 2, device=points.device)
+        r = (row[:, None, None] + offsets[None, :, None]).clamp(0, rows - 1)
+        c = (col[:, None, None] + offsets[None, None, :]).clamp(0, cols - 1)
+        values = self.pool.fields.reshape(-1)[(field[:, None, None] * rows + r) * cols + c]
+        hop = torch.hypot((c + 0.5) * size - points[:, 0, None, None], (r + 0.5) * size - points[:, 1, None, None])
+        return (values + hop).flatten(1).min(1).values
+
+    def _check_actions(self, actions) -> torch.Tensor:
+        actions = torch.as_tensor(actions, device=self.device)
+        if actions.shape != (self.num_envs,) or actions.dtype.is_floating_point:
+            raise NavzooError(f"actions must be an integer tensor of shape ({self.num_envs},), got "
+                              f"{tuple(actions.shape)} {actions.dtype}; pass one action id per environment")
+        actions = actions.long()
+        if bool(((actions < 0) | (actions > 3)).any()):
+            raise NavzooError("actions must be 0 (stop), 1 (move_forward), 2 (turn_left) or 3 (turn_right)")
+        return actions
+
+    def is_navigable(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
+        """Whether the agent's disc fits at each point [M, 2] in the scene of each listed env."""
+        idx = slice(None) if envs is None else envs
+        return disc_free(self.pool.atlas.heights, self.pool.cell_size, self.slot[idx], points,
+                         self.config.agent_radius)
+
+
+def _wrap(angle: torch.Tensor) -> torch.Tensor:
+    return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
+
+
+def _hash32(x: torch.Tensor) -> torch.Tensor:
+    """A 32-bit integer mixer on int64 tensors (constants below 2**31 keep products inside int64)."""
+    x = x & _MASK32
+    x = ((x >> 16) ^ x) * 0x45D9F3B & _MASK32
+    x = ((x >> 16) ^ x) * 0x45D9F3B & _MASK32
+    return (x >> 16) ^ x

@@ -1,0 +1,121 @@
+"""Configuration of the embedded batch simulator, with habitat / DD-PPO defaults."""
+
+from dataclasses import dataclass, fields, replace
+
+import torch
+
+from navzoo.errors import ConfigError
+
+TASKS = ("pointnav", "flee", "explore")
+SPLITS = ("train", "val", "test")
+SENSORS = ("depth", "rgb")
+SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")
+
+# Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
+STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
+ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Everything that defines a batch of simulated environments.
+
+    Sizes are in metres and degrees. `resolution` is (height, width) of every camera.
+    """
+
+    task: str = "pointnav"
+    split: str = "train"
+    num_envs: int = 4
+    sensors: tuple[str, ...] = ("depth",)
+    resolution: tuple[int, int] = (256, 256)
+    hfov: float = 90.0
+    sensor_height: float = 1.25
+    min_depth: float = 0.0
+    max_depth: float = 10.0
+    agent_radius: float = 0.1
+    agent_height: float = 1.5
+    forward_step: float = 0.25
+    turn_angle: float = 10.0
+    max_episode_steps: int = 500
+    success_distance: float = 0.2
+    scene_families: tuple[str, ...] = SCENE_FAMILIES
+    scenes_in_memory: int = 8
+    episodes_per_scene: int = 25
+    min_geodesic: float = 1.0
+    max_geodesic: float = 30.0
+    explore_cell_size: float = 1.0
+    episodes_file: str | None = None
+    device: str = "cpu"
+    seed: int = 0
+
+    def __post_init__(self):
+        # Accept lists from YAML / CLI and store tuples so configs stay hashable.
+        for name in ("sensors", "resolution", "scene_families"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        self.validate()
+
+    def validate(self) -> None:
+        _one_of("task", self.task, TASKS)
+        _one_of("split", self.split, SPLITS)
+        if not isinstance(self.num_envs, int) or self.num_envs < 1:
+            raise ConfigError("num_envs", self.num_envs, "a positive integer")
+        for sensor in self.sensors:
+            _one_of("sensors", sensor, SENSORS)
+        if len(set(self.sensors)) != len(self.sensors):
+            raise ConfigError("sensors", self.sensors, "distinct names from " + ", ".join(SENSORS))
+        if len(self.resolution) != 2 or any(not isinstance(r, int) or r < 1 for r in self.resolution):
+            raise ConfigError("resolution", self.resolution, "(height, width) of positive integers")
+        if not 0 < self.hfov < 180:
+            raise ConfigError("hfov", self.hfov, "degrees in (0, 180)")
+        if not 0 < self.sensor_height < 2.5:
+            raise ConfigError("sensor_height", self.sensor_height, "metres in (0, 2.5), below the ceiling")
+        if not 0 <= self.min_depth < self.max_depth:
+            raise ConfigError("max_depth", self.max_depth, f"metres greater than min_depth={self.min_depth}")
+        if not 0 < self.agent_radius < 0.5:
+            raise ConfigError("agent_radius", self.agent_radius, "metres in (0, 0.5)")
+        if not self.sensor_height <= self.agent_height:
+            raise ConfigError("agent_height", self.agent_height, f"at least sensor_height={self.sensor_height}")
+        for name in ("forward_step", "turn_angle", "success_distance", "explore_cell_size"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(name, getattr(self, name), "a positive number")
+        for name in ("max_episode_steps", "scenes_in_memory", "episodes_per_scene"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(name, value, "a positive integer")
+        if not self.scene_families:
+            raise ConfigError("scene_families", self.scene_families, "a non-empty tuple of " + str(SCENE_FAMILIES))
+        for family in self.scene_families:
+            _one_of("scene_families", family, SCENE_FAMILIES)
+        if not 0 < self.min_geodesic < self.max_geodesic:
+            raise ConfigError("min_geodesic", self.min_geodesic, f"metres in (0, max_geodesic={self.max_geodesic})")
+        _check_device(self.device)
+
+    def replace(self, **changes) -> "SimConfig":
+        return replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "SimConfig":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(unknown[0], values[unknown[0]], "fields of SimConfig: " + ", ".join(sorted(known)))
+        return cls(**values)
+
+
+def _one_of(name: str, value: object, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ConfigError(name, value, allowed)
+
+
+def _check_device(device: str) -> None:
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ConfigError("device", device, "'cpu', 'cuda' or 'cuda:N'") from exc
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError("device", device, "'cpu' (no CUDA device is available on this machine)")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise ConfigError("device", device, f"cuda:0 .. cuda:{torch.cuda.device_count() - 1}")
+    elif dev.type != "cpu":
+        raise ConfigError("device", device, "'cpu', 'cuda' or 'cuda:N'")

@@ -1,0 +1,186 @@
+"""The scenes a simulator holds in memory, stacked into padded tensors that every environment indexes.
+
+Many environments share one scene slot (assets are shared across the batch, as in batch simulation). A
+training pool rotates: one slot at a time stops taking new episodes, and once its last episode ends it is
+refilled with the next training scene, which a background thread has prepared meanwhile. The retire and
+swap points depend only on episode counts, so a run is reproducible whatever the thread's timing.
+"""
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+
+from navzoo.sim.config import SimConfig
+from navzoo.sim.episodes import ANCHORS_PER_SCENE, STARTS_PER_ANCHOR, Episode, SceneAssets, scene_assets
+from navzoo.sim.materials import material_table
+from navzoo.sim.navgrid import NAV_SUBDIVISION
+from navzoo.sim.render import SceneAtlas
+from navzoo.sim.scenes import CELL_SIZE, FAMILIES, SCENES_PER_SPLIT, scene_id, stable_seed
+
+
+def train_scene_id(config: SimConfig, k: int) -> str:
+    """The k-th scene of a training run's scene stream."""
+    family = config.scene_families[k % len(config.scene_families)]
+    index = stable_seed("train-stream", config.seed, k) % SCENES_PER_SPLIT["train"]
+    return scene_id(family, "train", index)
+
+
+def _assets(config: SimConfig, sid: str) -> SceneAssets:
+    return scene_assets(sid, config.agent_radius, config.min_geodesic, config.max_geodesic)
+
+
+class ScenePool:
+    def __init__(self, config: SimConfig, device: torch.device, episodes: list[Episode] | None):
+        self.config, self.device = config, device
+        self.cell_size = CELL_SIZE
+        self.nav_cell = CELL_SIZE / NAV_SUBDIVISION
+        self.materials = {k: torch.from_numpy(v).to(device) for k, v in material_table().items()}
+        if episodes is None:
+            self._init_stream()
+        else:
+            self._init_fixed(episodes)
+
+    # --- construction ----------------------------------------------------------------------------------
+    def _init_stream(self) -> None:
+        cfg = self.config
+        self.slots_count = cfg.scenes_in_memory
+        families = [FAMILIES[f] for f in cfg.scene_families]
+        rows = math.ceil(max(f.depth[1] for f in families) / CELL_SIZE) + 1
+        cols = math.ceil(max(f.width[1] for f in families) / CELL_SIZE) + 1
+        self._allocate(rows, cols, fields=self.slots_count * ANCHORS_PER_SCENE, max_rooms=64)
+        self.starts = torch.zeros(self.slots_count, ANCHORS_PER_SCENE, STARTS_PER_ANCHOR, 2,
+                                  dtype=torch.long, device=self.device)
+        self.anchors_xy = torch.zeros(self.slots_count, ANCHORS_PER_SCENE, 2, device=self.device)
+        self.next_scene = 0
+        for slot in range(self.slots_count):
+            self._fill(slot, _assets(cfg, train_scene_id(cfg, self.next_scene)))
+            self.next_scene += 1
+        self.rotating = self.slots_count >= 2
+        self.retiring = -1  # slot that takes no new episodes until its last one ends
+        self.episodes_since_retire = 0
+        if self.rotating:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="navzoo-scenes")
+            self._prefetch()
+
+    def _init_fixed(self, episodes: list[Episode]) -> None:
+        cfg = self.config
+        scene_ids = list(dict.fromkeys(ep.scene_id for ep in episodes))
+        assets = [_assets(cfg, sid) for sid in scene_ids]
+        self.slots_count = len(assets)
+        slot_of = {sid: i for i, sid in enumerate(scene_ids)}
+        # One distance field per distinct source cell: goals for PointGoal, starts for Flee.
+        sources: list[dict[tuple[int, int], int]] = [{} for _ in assets]
+        fields: list[np.ndarray] = []
+        table = {"slot": [], "start": [], "heading": [], "goal": [], "field": []}
+        for ep in episodes:
+            slot = slot_of[ep.scene_id]
+            a = assets[slot]
+            source_xy = ep.start if cfg.task == "flee" else ep.goal
+            row, col = a.nav.cell_of(np.asarray(source_xy))
+            cell = (int(row), int(col))
+            if cell not in sources[slot]:
+                sources[slot][cell] = len(fields)
+                fields.append(_field_for(a, cell))
+            table["slot"].append(slot)
+            table["start"].append(ep.start)
+            table["heading"].append(ep.heading)
+            table["goal"].append(ep.goal)
+            table["field"].append(sources[slot][cell])
+        rows = max(a.scene.shape[0] for a in assets)
+        cols = max(a.scene.shape[1] for a in assets)
+        max_rooms = max(len(a.scene.wall_materials) for a in assets)
+        self._allocate(rows, cols, fields=len(fields), max_rooms=max_rooms)
+        for slot, a in enumerate(assets):
+            self._write_scene(slot, a)
+        for i, field in enumerate(fields):
+            self._write_field(i, field)
+        self.episodes = {
+            "slot": torch.tensor(table["slot"], dtype=torch.long, device=self.device),
+            "start": torch.tensor(table["start"], dtype=torch.float32, device=self.device),
+            "heading": torch.tensor(table["heading"], dtype=torch.float32, device=self.device),
+            "goal": torch.tensor(table["goal"], dtype=torch.float32, device=self.device),
+            "field": torch.tensor(table["field"], dtype=torch.long, device=self.device),
+        }
+        self.episode_ids = [ep.episode_id for ep in episodes]
+        self.rotating = False
+
+    def _allocate(self, rows: int, cols: int, fields: int, max_rooms: int) -> None:
+        p, dev = self.slots_count, self.device
+        self.assets: list[SceneAssets | None] = [None] * p
+        self.atlas = SceneAtlas(
+            heights=torch.full((p, rows, cols), 3.0, device=dev),
+            materials=torch.full((p, rows, cols), -1, dtype=torch.long, device=dev),
+            rooms=torch.full((p, rows, cols), -1, dtype=torch.long, device=dev),
+            wall_materials=torch.zeros(p, max_rooms, dtype=torch.long, device=dev),
+            ceiling=torch.full((p,), 3.0, device=dev),
+            cell_size=CELL_SIZE,
+        )
+        self.fields = torch.full((fields, rows * NAV_SUBDIVISION, cols * NAV_SUBDIVISION), math.inf, device=dev)
+        self.field_max = torch.zeros(fields, device=dev)
+
+    def _write_scene(self, slot: int, assets: SceneAssets) -> None:
+        scene, atlas = assets.scene, self.atlas
+        rows, cols = scene.shape
+        atlas.heights[slot].fill_(scene.ceiling_height)
+        atlas.heights[slot, :rows, :cols] = torch.from_numpy(scene.heights)
+        atlas.materials[slot].fill_(-1)
+        atlas.materials[slot, :rows, :cols] = torch.from_numpy(scene.materials.astype(np.int64))
+        atlas.rooms[slot].fill_(-1)
+        atlas.rooms[slot, :rows, :cols] = torch.from_numpy(scene.rooms.astype(np.int64))
+        atlas.wall_materials[slot].zero_()
+        atlas.wall_materials[slot, : len(scene.wall_materials)] = torch.from_numpy(
+            scene.wall_materials.astype(np.int64))
+        atlas.ceiling[slot] = scene.ceiling_height
+        self.assets[slot] = assets
+
+    def _write_field(self, index: int, field: np.ndarray) -> None:
+        rows, cols = field.shape
+        self.fields[index].fill_(math.inf)
+        self.fields[index, :rows, :cols] = torch.from_numpy(field)
+        self.field_max[index] = float(field[np.isfinite(field)].max())
+
+    def _fill(self, slot: int, assets: SceneAssets) -> None:
+        """Put a training scene in a slot, with exactly ANCHORS_PER_SCENE anchors (repeated if fewer)."""
+        self._write_scene(slot, assets)
+        picks = np.arange(ANCHORS_PER_SCENE) % len(assets.anchors)
+        for a, pick in enumerate(picks):
+            self._write_field(slot * ANCHORS_PER_SCENE + a, assets.fields[pick])
+        self.starts[slot] = torch.from_numpy(assets.starts[picks]).to(self.device)
+        centres = assets.nav.cell_centres(assets.anchors[picks, 0], assets.anchors[picks, 1])
+        self.anchors_xy[slot] = torch.from_numpy(centres).float().to(self.device)
+
+    # --- rotation of training scenes -----------------------------------------------------------------
+    def _prefetch(self) -> None:
+        sid = train_scene_id(self.config, self.next_scene)
+        self._pending = self._executor.submit(_assets, self.config, sid)
+
+    def active_slots(self) -> torch.Tensor:
+        slots = torch.arange(self.slots_count, device=self.device)
+        return slots[slots != self.retiring]
+
+    def note_episodes_started(self, count: int, slots_in_use: torch.Tensor) -> None:
+        """Advance rotation: retire a slot every `episodes_per_scene` starts; refill it once it is empty."""
+        if not self.rotating:
+            return
+        self.episodes_since_retire += count
+        if self.retiring < 0 and self.episodes_since_retire >= self.config.episodes_per_scene:
+            self.retiring = self.next_scene % self.slots_count
+            self.episodes_since_retire = 0
+        if self.retiring >= 0 and not bool((slots_in_use == self.retiring).any()):
+            self._fill(self.retiring, self._pending.result())
+            self.next_scene += 1
+            self.retiring = -1
+            self._prefetch()
+
+    def close(self) -> None:
+        if getattr(self, "_executor", None) is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+
+def _field_for(assets: SceneAssets, cell: tuple[int, int]) -> np.ndarray:
+    """The distance field from a cell: an anchor's precomputed one, or a fresh Dijkstra."""
+    match = np.nonzero((assets.anchors == np.asarray(cell)).all(axis=1))[0]
+    return assets.fields[match[0]] if len(match) else assets.nav.distance_field(*cell)

@@ -1,0 +1,239 @@
+"""Batched depth and RGB rendering of 2.5D grid scenes, all environments in one call.
+
+Cameras are level pinholes, so every image column is a vertical plane through the camera and one 2D ray
+per column finds everything the column can see. The ray walks the grid exactly (the x and y cell
+crossings are two arithmetic sequences, merged without sorting), and each cell it passes is a box from the
+floor up to the cell's height. A pixel ray of slope k (height gained per metre) first hits the box of
+segment s when k <= T_s, with T_s the steepest slope that still touches that box; so the first hit is where
+the running maximum of T reaches k. Because pixel slopes in a column are sorted, the pixel -> segment map
+is a histogram and a cumulative sum: no per-pixel search. The ceiling is a plane above everything.
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from navzoo.sim.materials import CEILING_ID, CHECKER, STRIPES_U, STRIPES_V
+
+# Surface kinds of a hit, used for shading.
+FLOOR_OR_TOP, FACE_X, FACE_Y, CEILING, NOTHING = 0, 1, 2, 3, 4
+
+
+@dataclass
+class Camera:
+    height: int
+    width: int
+    hfov: float  # degrees
+    max_range: float  # metres of horizontal ray length to walk
+    device: torch.device
+
+    def __post_init__(self):
+        self.focal = (self.width / 2) / math.tan(math.radians(self.hfov) / 2)
+        cols = torch.arange(self.width, dtype=torch.float32, device=self.device)
+        rows = torch.arange(self.height, dtype=torch.float32, device=self.device)
+        self.tan_u = (cols + 0.5 - self.width / 2) / self.focal  # right of the optical axis is positive
+        self.column_angle = torch.atan(self.tan_u)
+        self.stretch = torch.sqrt(1 + self.tan_u**2)  # horizontal ray length per unit of z-depth
+        # tan of elevation per pixel row, ordered bottom row first
+        tan_v_up = (rows + 0.5 - self.height / 2) / self.focal
+        self.slope = tan_v_up[None, :] / self.stretch[:, None]  # [W, H] slope of each pixel, bottom first
+        self.inv_slope = 1 / torch.where(self.slope == 0, -1e-9, self.slope)
+        self.inv_slope_up = torch.where(self.slope > 0, self.inv_slope, math.inf)  # to reach the ceiling
+
+
+@dataclass
+class SceneAtlas:
+    """The scenes of a pool stacked into padded tensors on one device."""
+
+    heights: torch.Tensor  # float32 [P, R, C]; cells outside a scene are solid
+    materials: torch.Tensor  # int64 [P, R, C]
+    rooms: torch.Tensor  # int64 [P, R, C]
+    wall_materials: torch.Tensor  # int64 [P, max_rooms]
+    ceiling: torch.Tensor  # float32 [P]
+    cell_size: float
+
+
+@dataclass
+class Hits:
+    z: torch.Tensor  # float32 [N, W, H] z-depth in metres (inf: nothing within range), bottom row first
+    t: torch.Tensor  # float32 [N*W, H] horizontal distance along the column ray
+    kind: torch.Tensor | None  # int64 [N, W, H] surface kind
+
+
+# Ray lengths (in cells) walked by successive passes: most rays meet a wall within the first pass, and
+# only the rays that have not are walked again, further.
+PASS_CELLS = (8, 20)
+
+
+def cast(atlas: SceneAtlas, camera: Camera, slots, pos, heading, eye_height: float, with_surfaces: bool):
+    """Depth (and what RGB shading needs) for agents at `pos` [N, 2] facing `heading` [N] in scenes `slots`."""
+    n, w = pos.shape[0], camera.width
+    cell = atlas.cell_size
+    angle = heading[:, None] - camera.column_angle[None, :]  # [N, W]
+    rays = {
+        "dx": torch.cos(angle).reshape(-1),
+        "dy": torch.sin(angle).reshape(-1),
+        "gx": (pos[:, 0:1] / cell).expand(n, w).reshape(-1),
+        "gy": (pos[:, 1:2] / cell).expand(n, w).reshape(-1),
+        "slot": slots.repeat_interleave(w),
+        "stretch": camera.stretch.repeat(n),
+        "slope": camera.slope.repeat(n, 1),
+        "inv_slope": camera.inv_slope.repeat(n, 1),
+        "inv_slope_up": camera.inv_slope_up.repeat(n, 1),
+    }
+    full = int(math.ceil(camera.max_range / cell)) + 2
+    passes = [k for k in PASS_CELLS if k < full] + [full]
+    result = _cast_rays(atlas, camera, rays, passes[0], eye_height, with_surfaces)
+    for k in passes[1:]:
+        todo = torch.nonzero(~result["done"]).squeeze(1)
+        if len(todo) == 0:
+            break
+        more = _cast_rays(atlas, camera, {key: v[todo] for key, v in rays.items()}, k, eye_height, with_surfaces)
+        for key, value in more.items():
+            result[key][todo] = value
+    z = (result["t"] / rays["stretch"][:, None]).reshape(n, w, -1)
+    if not with_surfaces:
+        return Hits(z, result["t"], None), None
+    geometry = {"dx": rays["dx"], "dy": rays["dy"], "gx": rays["gx"] * cell, "gy": rays["gy"] * cell,
+                "slope": rays["slope"], "eye": eye_height}
+    return Hits(z, result["t"], result["kind"].reshape(n, w, -1)), (result["surface"], geometry)
+
+
+def _cast_rays(atlas: SceneAtlas, camera: Camera, rays: dict, k: int, eye_height: float, with_surfaces: bool):
+    """Walk each ray over its first k crossings per axis and resolve every pixel of its column."""
+    h, cell = camera.height, atlas.cell_size
+    rows, cols = atlas.heights.shape[1:]
+    r = rays["dx"].shape[0]
+    tx, step_x = _crossings(rays["gx"], rays["dx"], cell, k)
+    ty, step_y = _crossings(rays["gy"], rays["dy"], cell, k)
+    end, is_x = _merge(tx, ty)  # [R, 2K] crossing distances in order; segment s ends at crossing s
+
+    # Cell of every segment by counting the crossings before it (exact integer DDA).
+    col = torch.floor(rays["gx"]).long()[:, None] + step_x[:, None] * _entered(is_x, True)
+    row = torch.floor(rays["gy"]).long()[:, None] + step_y[:, None] * _entered(is_x, False)
+    inside = (row >= 0) & (row < rows) & (col >= 0) & (col < cols)
+    flat = (rays["slot"][:, None] * rows + row.clamp(0, rows - 1)) * cols + col.clamp(0, cols - 1)
+    ceiling = atlas.ceiling[rays["slot"]][:, None]
+    seg_height = torch.where(inside, atlas.heights.reshape(-1)[flat], ceiling)
+
+    start = torch.cat([torch.zeros_like(end[:, :1]), end[:, :-1]], 1)
+    reach = torch.minimum(tx[:, -1], ty[:, -1])[:, None]  # past this, crossings of one axis are missing
+    valid = start < reach
+    rise = seg_height - eye_height
+    # Steepest slope that touches the box: its top edge at entry (tall boxes) or at exit (low boxes).
+    threshold = torch.where(rise >= 0, rise / start.clamp_min(1e-6), rise / end.clamp_min(1e-6))
+    threshold = torch.where(valid, threshold, -math.inf)
+    running = torch.cummax(threshold, 1).values
+    done = ((seg_height >= ceiling) & valid).any(1) | (reach[:, 0] > camera.max_range)
+
+    # Pixel rows (bottom first) with slope <= running max, in closed form since slope rises with the row.
+    covered = torch.ceil(h / 2 - 0.5 - running * (camera.focal * rays["stretch"][:, None]))
+    covered = (h - covered).clamp(0, h).long()
+    hist = torch.zeros(r, h + 1, dtype=torch.long, device=end.device)
+    hist.scatter_add_(1, covered, torch.ones_like(covered))
+    segment = torch.cumsum(hist, 1)[:, :h]  # first segment hit by each pixel; 2K means none
+
+    hit = segment < 2 * k
+    seg = segment.clamp_max(2 * k - 1)
+    hit_height = torch.gather(seg_height, 1, seg)
+    hit_start = torch.gather(start, 1, seg)
+    slope = rays["slope"]
+    face = eye_height + slope * hit_start <= hit_height
+    t = torch.where(face, hit_start, (hit_height - eye_height) * rays["inv_slope"])
+    t = torch.where(hit, t, math.inf)
+    t_ceiling = (ceiling - eye_height) * rays["inv_slope_up"]
+    on_ceiling = t_ceiling < t
+    t = torch.minimum(t, t_ceiling)
+    result = {"t": t, "done": done}
+    if with_surfaces:
+        entered_by_x = torch.gather(torch.cat([is_x[:, :1], is_x], 1), 1, seg)  # crossing that began it
+        kind = torch.where(face, torch.where(entered_by_x.bool(), FACE_X, FACE_Y), FLOOR_OR_TOP)
+        kind = torch.where(on_ceiling, CEILING, kind)
+        result["kind"] = torch.where(torch.isinf(t), NOTHING, kind)
+        cells = torch.gather(flat, 1, seg)
+        previous = torch.gather(flat, 1, (seg - 1).clamp_min(0))
+        surface = _surface_materials(atlas, cells, previous, rays["slot"])
+        result["surface"] = torch.where(result["kind"] == CEILING, CEILING_ID, surface)
+    return result
+
+
+def _crossings(g, d, cell: float, k: int):
+    """Distances along the ray to the first k grid lines crossed in one axis, and the step direction."""
+    step = torch.where(d >= 0, 1, -1)
+    speed = d.abs().clamp_min(1e-9)
+    first = torch.where(d >= 0, torch.floor(g) + 1 - g, g - torch.floor(g)) * cell / speed
+    idx = torch.arange(k, device=g.device, dtype=g.dtype)
+    return first[:, None] + idx[None, :] * (cell / speed)[:, None], step
+
+
+def _merge(tx, ty):
+    """Merge two ascending sequences per row; returns merged values and 1 where a value came from tx."""
+    r, k = tx.shape
+    ar = torch.arange(k, device=tx.device)
+    rank_x = ar + _count_below(ty, tx, strict=True)
+    rank_y = ar + _count_below(tx, ty, strict=False)
+    merged = torch.empty(r, 2 * k, dtype=tx.dtype, device=tx.device)
+    merged.scatter_(1, rank_x, tx)
+    merged.scatter_(1, rank_y, ty)
+    is_x = torch.zeros(r, 2 * k, dtype=torch.long, device=tx.device)
+    is_x.scatter_(1, rank_x, 1)
+    return merged, is_x
+
+
+def _count_below(seq, values, strict: bool):
+    """How many elements of the arithmetic sequence `seq` [R, K] are < values (<= if not strict).
+
+    Closed form from the first element and the spacing, then corrected against the actual elements so that
+    the two counts used by `_merge` agree exactly even when floating point rounds a tie either way.
+    """
+    k = seq.shape[1]
+    spacing = (seq[:, 1] - seq[:, 0])[:, None]
+    guess = torch.ceil((values - seq[:, :1]) / spacing).clamp(0, k).long()
+    for _ in range(1):
+        below_prev = _compare(torch.gather(seq, 1, (guess - 1).clamp(0, k - 1)), values, strict) | (guess == 0)
+        below_here = _compare(torch.gather(seq, 1, guess.clamp(0, k - 1)), values, strict) & (guess < k)
+        guess = guess - (~below_prev).long() + below_here.long()
+    return guess
+
+
+def _compare(a, b, strict: bool):
+    return a < b if strict else a <= b
+
+
+def _entered(is_x, x_axis: bool):
+    """Number of x (or y) crossings passed before each segment; segment 0 is the agent's own cell."""
+    marks = is_x if x_axis else 1 - is_x
+    passed = torch.cumsum(marks, 1)
+    return torch.cat([torch.zeros_like(passed[:, :1]), passed[:, :-1]], 1)
+
+
+def _surface_materials(atlas: SceneAtlas, cells, previous, slot_rays):
+    """Material of each hit: the cell's own, or for walls the paint of the room the ray came from."""
+    material = atlas.materials.reshape(-1)[cells]
+    room = atlas.rooms.reshape(-1)[previous].clamp_min(0)
+    wall_paint = atlas.wall_materials[slot_rays[:, None].expand_as(room), room]
+    return torch.where(material < 0, wall_paint, material)
+
+
+def shade(hits: Hits, surface, geometry, table: dict[str, torch.Tensor], n: int, w: int, h: int):
+    """RGB uint8 [N, H, W, 3] from hit surfaces: material colour, texture pattern and a simple light."""
+    t = hits.t
+    px = geometry["gx"][:, None] + geometry["dx"][:, None] * t.clamp_max(1e3)
+    py = geometry["gy"][:, None] + geometry["dy"][:, None] * t.clamp_max(1e3)
+    pz = geometry["eye"] + geometry["slope"] * t.clamp_max(1e3)
+    kind = hits.kind.reshape(n * w, h)
+    u = torch.where(kind == FACE_X, py, px)
+    v = torch.where((kind == FACE_X) | (kind == FACE_Y), pz, py)
+    period = table["period"][surface]
+    pattern = table["pattern"][surface]
+    a = torch.floor(2 * u / period)
+    b = torch.floor(2 * v / period)
+    alt = torch.where(pattern == STRIPES_U, a, torch.where(pattern == CHECKER, a + b,
+                      torch.where(pattern == STRIPES_V, b, torch.zeros_like(a))))
+    alt = torch.remainder(alt, 2)[..., None]
+    color = table["color"][surface] * (1 - alt) + table["alt_color"][surface] * alt
+    light = torch.tensor([1.0, 0.78, 0.9, 0.97, 0.0], device=t.device)[kind]
+    light = light * (1.0 - 0.02 * t.clamp(0, 10))  # faint falloff keeps far surfaces apart from near ones
+    rgb = (color * light[..., None]).clamp(0, 255).to(torch.uint8)
+    return rgb.reshape(n, w, h, 3).permute(0, 2, 1, 3).flip(1)

@@ -1,0 +1,1 @@
+"""Transfer of PointGoal checkpoints to the Flee and Explore tasks."""
