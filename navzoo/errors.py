@@ -19,3 +19,23 @@ class ConfigError(NavzooError, ValueError):
 
 class EpisodeError(NavzooError, ValueError):
     """An episode or episode file cannot be used in the scene it names."""
+
+
+class UnknownModelError(NavzooError, LookupError):
+    """A model name is neither in the zoo registry, nor a local folder, nor an `hf-hub:` name."""
+
+
+class WeightsNotAvailableError(NavzooError, FileNotFoundError):
+    """Weights for a model are neither on disk nor in the Hugging Face cache, and cannot be downloaded."""
+
+
+class WeightsFormatError(NavzooError, ValueError):
+    """A weight folder or file is missing, corrupt, truncated or inconsistent with its config.json."""
+
+
+class UnsafeCheckpointError(NavzooError, ValueError):
+    """A checkpoint carries pickled Python objects, which navzoo refuses to unpickle."""
+
+
+class ObservationError(NavzooError, ValueError):
+    """Observations, recurrent state, actions or masks passed to a policy have the wrong keys, shape or dtype."""

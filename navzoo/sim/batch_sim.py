@@ -38,8 +38,8 @@ class BatchSim:
             episodes = split_episodes(config.split, config.scene_families, config.episodes_per_scene,
                                       config.agent_radius, config.min_geodesic, config.max_geodesic)
         self.pool = ScenePool(config, dev, episodes)
+        self.episodes = episodes  # the fixed episode list, or None for freshly sampled training episodes
         self.fixed = episodes is not None
-        self.num_episodes = len(episodes) if self.fixed else None
         height, width = config.resolution
         # Walk rays far enough that the image's edge columns reach max_depth in z-depth.
         max_range = config.max_depth * math.sqrt(1 + math.tan(math.radians(config.hfov) / 2) ** 2)
@@ -113,6 +113,8 @@ class BatchSim:
         info = {"collided": collided, "truncated": truncated}
         if bool(done.any()):
             metrics.update(self._episode_metrics())
+            metrics["position"] = self.pos.clone()  # where each episode ended, before the reset below
+            metrics["heading"] = self.heading.clone()
             info["episode"] = {k: v.clone() for k, v in metrics.items()}
             finished = torch.nonzero(done).squeeze(1)
             self._start_episodes(finished)
@@ -153,7 +155,7 @@ class BatchSim:
         u = self._uniform(envs, 4)
         self.episode_counter[envs] += 1
         if self.fixed:
-            index = (envs + (self.episode_counter[envs] - 1) * self.num_envs) % self.num_episodes
+            index = (envs + (self.episode_counter[envs] - 1) * self.num_envs) % len(self.episodes)
             table = pool.episodes
             self.episode_index[envs] = index
             self.slot[envs] = table["slot"][index]
@@ -207,7 +209,8 @@ class BatchSim:
             success = stop & (self.geodesic <= cfg.success_distance)
             spl = success.float() * self.start_geodesic / torch.maximum(self.start_geodesic, self.path_length)
             reward = reward + 2.5 * spl  # DD-PPO's terminal reward (SPL is 0 unless the episode ends here)
-            return reward, {"success": success.float(), "spl": spl, "distance_to_goal": self.geodesic.clone()}
+            return reward, {"success": success.float(), "spl": spl, "distance_to_goal": self.geodesic.clone(),
+                            "geodesic_distance": self.start_geodesic.clone()}
         if cfg.task == "flee":
             previous = self.geodesic
             current = self._lookup(self.field, self.pos)

@@ -1,9 +1,10 @@
 """Where the agent can stand, and geodesic distances between places.
 
-The navigation grid has half the scene's cell size (0.125 m). A navigation cell is free when the agent's
-disc at its centre touches no obstacle. Free cells are joined to their 16 neighbours (straight, diagonal and
-knight moves) when the straight segment between the centres stays on free cells; Dijkstra over that graph
-gives path lengths that are never below the euclidean distance and at most ~2.7% above the true geodesic.
+The navigation grid has half the scene's cell size (0.125 m). A navigation cell is free (the agent can
+stand there) when the agent's disc at its centre touches no obstacle. Passable cells are joined to their 16
+neighbours (straight, diagonal and knight moves) when the straight segment between the centres stays on
+passable cells; Dijkstra over that graph gives path lengths that are never below the euclidean distance and
+within a few percent of the true geodesic.
 A distance field is computed once per goal (amortised over every episode and step that uses it).
 """
 
@@ -41,12 +42,17 @@ class NavGrid:
         points = torch.from_numpy(centres.reshape(-1, 2)).float()
         heights = torch.from_numpy(scene.heights)[None]
         slots = torch.zeros(len(points), dtype=torch.long)
+        # Where the agent may stand: its disc at the cell centre is clear.
         self.free = disc_free(heights, scene.cell_size, slots, points, agent_radius).reshape(rows, cols).numpy()
+        # Paths may pass cells whose centre is within half a cell of clear: otherwise every path would keep
+        # up to half a cell more clearance than the agent needs, and detours would come out too long.
+        path_radius = max(agent_radius - self.cell_size / 2, 0.0)
+        self.passable = disc_free(heights, scene.cell_size, slots, points, path_radius).reshape(rows, cols).numpy()
         self.graph = self._build_graph()
         _, labels = connected_components(self.graph, directed=False)
         labels = np.where(self.free.ravel(), labels, -1)
         counts = np.bincount(labels[labels >= 0])
-        # The largest connected free region: every episode starts and ends on it.
+        # The largest connected region of standing places: every episode starts and ends on it.
         self.island = (labels == counts.argmax()).reshape(rows, cols)
 
     def cell_centres(self, row, col) -> np.ndarray:
@@ -61,7 +67,7 @@ class NavGrid:
 
     def _build_graph(self):
         rows, cols = self.shape
-        free = self.free
+        free = self.passable
         index = np.arange(rows * cols).reshape(rows, cols)
         sources, targets, weights = [], [], []
         for dr, dc, crossed in _EDGES:

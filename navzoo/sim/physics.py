@@ -1,15 +1,16 @@
 """Agent motion: a disc that cannot overlap obstacle cells and slides along them like habitat's navmesh.
 
-A blocked move first advances as far as it can along its direction, then the rest of the move continues
-along whichever axis is still free: walls are axis-aligned, so this keeps the component parallel to the wall,
-which is what habitat-sim's try_step does on a navmesh edge.
+A move whose end point is free is taken whole. A blocked move is resolved one axis at a time, each up to
+exact contact: walls are axis-aligned, so the component parallel to the wall carries on, which is what
+habitat-sim's try_step does on a navmesh edge.
 """
 
 import math
 
 import torch
 
-BISECTION_STEPS = 7  # resolves contact to forward_step / 2**7 (2 mm for 0.25 m)
+# Contact tolerance in metres: a disc resting exactly against a wall (up to float rounding) is not inside it.
+TOLERANCE = 1e-4
 
 
 def disc_free(heights: torch.Tensor, cell_size: float, slots, points, radius: float) -> torch.Tensor:
@@ -27,7 +28,7 @@ def disc_free(heights: torch.Tensor, cell_size: float, slots, points, radius: fl
     solid = ~inside | (heights.reshape(-1)[flat] > 0)
     gap_x = torch.maximum(c * cell_size - x[:, None, None], x[:, None, None] - (c + 1) * cell_size).clamp_min(0)
     gap_y = torch.maximum(r * cell_size - y[:, None, None], y[:, None, None] - (r + 1) * cell_size).clamp_min(0)
-    touching = solid & (gap_x**2 + gap_y**2 < radius**2)
+    touching = solid & (gap_x**2 + gap_y**2 < (radius - TOLERANCE) ** 2)
     return ~touching.flatten(1).any(1)
 
 
@@ -38,28 +39,37 @@ def move(heights, cell_size: float, slots, pos, delta, radius: float):
     if bool(free.all()):
         return target, ~free
     blocked = torch.nonzero(~free).squeeze(1)
-    s, p, d = slots[blocked], pos[blocked], delta[blocked]
-    contact = p + d * _free_fraction(heights, cell_size, s, p, d, radius)[:, None]
-    rest = p + d - contact
-    along_x = torch.stack([rest[:, 0], torch.zeros_like(rest[:, 0])], 1)
-    along_y = torch.stack([torch.zeros_like(rest[:, 1]), rest[:, 1]], 1)
-    slide_x = along_x * _free_fraction(heights, cell_size, s, contact, along_x, radius)[:, None]
-    slide_y = along_y * _free_fraction(heights, cell_size, s, contact, along_y, radius)[:, None]
-    use_x = slide_x.norm(dim=1) >= slide_y.norm(dim=1)
-    slid = contact + torch.where(use_x[:, None], slide_x, slide_y)
+    s, p, d = slots[blocked], pos[blocked].clone(), delta[blocked]
+    # Resolve the blocked moves one axis at a time, each up to exact contact: the free component slides on.
+    for axis in (0, 1):
+        travel = _clearance(heights, cell_size, s, p, axis, torch.sign(d[:, axis]), radius, d[:, axis].abs())
+        p[:, axis] += torch.sign(d[:, axis]) * travel
     new = target.clone()
-    new[blocked] = slid
+    new[blocked] = p
     return new, ~free
 
 
-def _free_fraction(heights, cell_size, slots, pos, delta, radius):
-    """Largest fraction in [0, 1] of `delta` the disc can travel from `pos` (bisection on contact)."""
-    lo = torch.zeros(pos.shape[0], device=pos.device)
-    hi = torch.ones_like(lo)
-    whole = disc_free(heights, cell_size, slots, pos + delta, radius)
-    for _ in range(BISECTION_STEPS):
-        mid = (lo + hi) / 2
-        ok = disc_free(heights, cell_size, slots, pos + delta * mid[:, None], radius)
-        lo = torch.where(ok, mid, lo)
-        hi = torch.where(ok, hi, mid)
-    return torch.where(whole, torch.ones_like(lo), lo)
+def _clearance(heights, cell_size: float, slots, pos, axis: int, sign, radius: float, wanted):
+    """How far (up to `wanted`) each disc can travel along `axis` in direction `sign` before touching a
+    solid cell. Contact with a cell is at its face (lateral offset 0) or its corner (offset < radius)."""
+    _, rows, cols = heights.shape
+    along, across = pos[:, axis], pos[:, 1 - axis]
+    ahead = int(math.ceil((float(wanted.max()) + radius) / cell_size)) + 1
+    side = int(math.ceil(radius / cell_size))
+    steps = torch.arange(0, ahead + 1, device=pos.device)
+    lateral = torch.arange(-side, side + 1, device=pos.device)
+    a_cell = torch.floor(along / cell_size).long()[:, None, None] + sign.long()[:, None, None] * steps[None, :, None]
+    c_cell = torch.floor(across / cell_size).long()[:, None, None] + lateral[None, None, :]
+    a_cell, c_cell = torch.broadcast_tensors(a_cell, c_cell)
+    r, c = (a_cell, c_cell) if axis == 1 else (c_cell, a_cell)
+    inside = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
+    flat = (slots[:, None, None] * rows + r.clamp(0, rows - 1)) * cols + c.clamp(0, cols - 1)
+    solid = ~inside | (heights.reshape(-1)[flat] > 0)
+    near_face = torch.where(sign[:, None, None] > 0, a_cell, a_cell + 1) * cell_size
+    gap = (near_face - along[:, None, None]) * sign[:, None, None]
+    offset = torch.maximum(c_cell * cell_size - across[:, None, None],
+                           across[:, None, None] - (c_cell + 1) * cell_size).clamp_min(0)
+    reach = torch.sqrt((radius**2 - offset**2).clamp_min(0))
+    touches = solid & (offset < radius - TOLERANCE) & (gap >= -TOLERANCE)
+    contact = torch.where(touches, (gap - reach).clamp_min(0), math.inf)
+    return torch.minimum(contact.flatten(1).min(1).values, wanted)

@@ -103,7 +103,6 @@ class ScenePool:
             "goal": torch.tensor(table["goal"], dtype=torch.float32, device=self.device),
             "field": torch.tensor(table["field"], dtype=torch.long, device=self.device),
         }
-        self.episode_ids = [ep.episode_id for ep in episodes]
         self.rotating = False
 
     def _allocate(self, rows: int, cols: int, fields: int, max_rooms: int) -> None:

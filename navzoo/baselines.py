@@ -1,0 +1,93 @@
+"""The non-learning PointGoal agents of DD-PPO's Table 2 (from Savva et al. 2019), plus the oracle.
+
+Random, forward-only and goal-follower stop when the GPS+Compass says the goal is within the success
+distance, as habitat-baselines' simple agents do. The oracle follows the geodesic shortest path using the
+simulator's distance field (it sees the map), and is the upper bound SPL is measured against.
+"""
+
+import math
+
+import torch
+
+from navzoo.errors import ConfigError
+from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+
+ORACLE_DIRECTIONS = 72  # candidate headings the oracle compares, every 5 degrees
+
+
+class BaselineAgent:
+    """Maps a batch of observations to a batch of actions."""
+
+    name = "baseline"
+
+    def __init__(self, sim: BatchSim, seed: int = 0):
+        self.sim = sim
+        self.generator = torch.Generator(device="cpu").manual_seed(seed)
+
+    def act(self, obs: dict[str, torch.Tensor], first: torch.Tensor) -> torch.Tensor:
+        """Actions [N] for observations; `first` [N] marks environments whose episode just began."""
+        raise NotImplementedError
+
+    def _goal_reached(self, obs) -> torch.Tensor:
+        return obs["pointgoal_with_gps_compass"][:, 0] <= self.sim.config.success_distance
+
+
+class RandomAgent(BaselineAgent):
+    name = "random"
+
+    def act(self, obs, first):
+        moves = torch.randint(MOVE_FORWARD, TURN_RIGHT + 1, (self.sim.num_envs,), generator=self.generator)
+        return torch.where(self._goal_reached(obs).cpu(), STOP, moves).to(self.sim.device)
+
+
+class ForwardOnlyAgent(BaselineAgent):
+    name = "forward-only"
+
+    def act(self, obs, first):
+        return torch.where(self._goal_reached(obs), STOP, MOVE_FORWARD)
+
+
+class GoalFollowerAgent(BaselineAgent):
+    """Turns towards the goal direction given by the GPS+Compass, then moves forward."""
+
+    name = "goal-follower"
+
+    def act(self, obs, first):
+        phi = obs["pointgoal_with_gps_compass"][:, 1]  # positive: goal to the right
+        half_turn = math.radians(self.sim.config.turn_angle) / 2
+        action = torch.where(phi > half_turn, TURN_RIGHT, torch.where(phi < -half_turn, TURN_LEFT, MOVE_FORWARD))
+        return torch.where(self._goal_reached(obs), STOP, action)
+
+
+class OracleAgent(BaselineAgent):
+    """Shortest-path follower: heads for the reachable point one step away with the least geodesic distance."""
+
+    name = "oracle"
+
+    def act(self, obs, first):
+        sim, cfg = self.sim, self.sim.config
+        n = sim.num_envs
+        angles = torch.arange(ORACLE_DIRECTIONS, device=sim.device) * (2 * math.pi / ORACLE_DIRECTIONS)
+        offsets = torch.stack([torch.cos(angles), torch.sin(angles)], 1) * cfg.forward_step
+        points = (sim.pos[:, None, :] + offsets[None]).reshape(-1, 2)
+        envs = torch.arange(n, device=sim.device).repeat_interleave(ORACLE_DIRECTIONS)
+        distance = sim.geodesic_distance(points, envs)
+        distance = torch.where(sim.is_navigable(points, envs), distance, math.inf).reshape(n, ORACLE_DIRECTIONS)
+        best = angles[distance.argmin(1)]
+        error = torch.remainder(best - sim.heading + math.pi, 2 * math.pi) - math.pi  # positive: turn left
+        half_turn = math.radians(cfg.turn_angle) / 2
+        action = torch.where(error > half_turn, TURN_LEFT, torch.where(error < -half_turn, TURN_RIGHT, MOVE_FORWARD))
+        here = sim.geodesic_distance(sim.pos)
+        return torch.where(here <= cfg.success_distance, STOP, action)
+
+
+BASELINES = {cls.name: cls for cls in (RandomAgent, ForwardOnlyAgent, GoalFollowerAgent, OracleAgent)}
+
+
+def make_baseline(name: str, sim: BatchSim, seed: int = 0) -> BaselineAgent:
+    if name not in BASELINES:
+        raise ConfigError("agent", name, tuple(BASELINES))
+    if sim.config.task != "pointnav":
+        raise ConfigError("task", sim.config.task, "'pointnav' (the baseline agents navigate to a point goal)")
+    return BASELINES[name](sim, seed)

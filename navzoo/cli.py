@@ -1,0 +1,30 @@
+"""The `navzoo` command line. Each subcommand lives next to the code it drives and registers itself here."""
+
+import argparse
+import sys
+
+from navzoo.errors import NavzooError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from navzoo import eval_cli, sim_cli
+
+    parser = argparse.ArgumentParser(prog="navzoo", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in (eval_cli, sim_cli):
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args) or 0
+    except NavzooError as exc:
+        print(f"navzoo {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Architecture configuration of a PointGoal navigation policy (the `architecture` block of config.json)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from navzoo.errors import ConfigError
+
+GOAL_SENSOR = "pointgoal_with_gps_compass"
+# Visual sensors in the order their channels are concatenated. habitat-baselines builds the encoder's
+# observation space from a plain dict, which gym sorts by key, so depth comes before rgb.
+VISUAL_SENSORS = ("depth", "rgb")
+SENSOR_CHANNELS = {"depth": 1, "rgb": 3}
+SENSORS = (*VISUAL_SENSORS, GOAL_SENSOR)
+
+# Backbones of habitat-baselines' rl/ddppo/policy/resnet.py (spelled as there, so configs read the same).
+HABITAT_BACKBONES = ("resnet18", "resnet50", "resneXt50", "se_resnet50", "se_resneXt50", "se_resneXt101")
+BPS_BACKBONES = ("se_resnet9",)
+TIMM_PREFIX = "timm:"
+RNN_TYPES = ("LSTM", "GRU")
+
+
+def backbone_family(backbone: str | None) -> str:
+    """'blind', 'habitat', 'bps' or 'timm'."""
+    if backbone is None:
+        return "blind"
+    if backbone in HABITAT_BACKBONES:
+        return "habitat"
+    if backbone in BPS_BACKBONES:
+        return "bps"
+    if backbone.startswith(TIMM_PREFIX) and len(backbone) > len(TIMM_PREFIX):
+        return "timm"
+    raise ConfigError(
+        "backbone",
+        backbone,
+        f"one of {', '.join(HABITAT_BACKBONES + BPS_BACKBONES)}, 'timm:<timm model name>' or None",
+    )
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Everything that fixes the parameter shapes and the input contract of a policy.
+
+    `backbone=None` is the blind agent (no visual sensor). Fields left as None get the default of the
+    backbone family in __post_init__, so a saved config always holds concrete values:
+    `base_planes` 32 (habitat half width) or 64 (BPS SE-ResNet9), `input_avgpool` True except for the
+    SE-ResNet9 (BPS feeds 64x64 directly), `normalize_visual_inputs` True when RGB feeds a habitat or BPS
+    backbone (habitat's running mean/var; timm encoders normalise with the ImageNet statistics instead).
+    """
+
+    backbone: str | None = "resnet50"
+    sensors: tuple[str, ...] = ("depth", GOAL_SENSOR)
+    resolution: tuple[int, int] | None = (256, 256)
+    hidden_size: int = 512
+    rnn_type: str = "LSTM"
+    num_recurrent_layers: int = 2
+    num_actions: int = 4
+    base_planes: int | None = None
+    input_avgpool: bool | None = None
+    normalize_visual_inputs: bool | None = None
+    timm_pretrained: bool = False
+
+    def __post_init__(self):
+        # Accept lists from JSON and store tuples so configs compare equal and stay hashable.
+        object.__setattr__(self, "sensors", tuple(self.sensors))
+        if self.resolution is not None:
+            object.__setattr__(self, "resolution", tuple(self.resolution))
+        family = backbone_family(self.backbone)
+        if self.base_planes is None:
+            object.__setattr__(self, "base_planes", 64 if family == "bps" else 32)
+        if self.input_avgpool is None:
+            object.__setattr__(self, "input_avgpool", family in ("habitat", "timm"))
+        if self.normalize_visual_inputs is None:
+            object.__setattr__(self, "normalize_visual_inputs", "rgb" in self.sensors and family != "timm")
+        self.validate()
+
+    @property
+    def family(self) -> str:
+        return backbone_family(self.backbone)
+
+    @property
+    def visual_sensors(self) -> tuple[str, ...]:
+        return tuple(s for s in VISUAL_SENSORS if s in self.sensors)
+
+    @property
+    def in_channels(self) -> int:
+        return sum(SENSOR_CHANNELS[s] for s in self.visual_sensors)
+
+    @property
+    def is_blind(self) -> bool:
+        return self.backbone is None
+
+    @property
+    def has_goal(self) -> bool:
+        return GOAL_SENSOR in self.sensors
+
+    @property
+    def recurrent_layers(self) -> int:
+        """Rows of the recurrent state per environment: [h; c] per layer for an LSTM, h for a GRU."""
+        return self.num_recurrent_layers * (2 if self.rnn_type == "LSTM" else 1)
+
+    @property
+    def encoder_resolution(self) -> tuple[int, int]:
+        """Size of the image the backbone sees (after the optional 2x2 average pool)."""
+        assert self.resolution is not None
+        h, w = self.resolution
+        return (h // 2, w // 2) if self.input_avgpool else (h, w)
+
+    def validate(self) -> None:
+        unknown = [s for s in self.sensors if s not in SENSORS]
+        if unknown or len(set(self.sensors)) != len(self.sensors):
+            raise ConfigError("sensors", self.sensors, f"distinct names from {', '.join(SENSORS)}")
+        if self.is_blind != (not self.visual_sensors):
+            raise ConfigError(
+                "sensors",
+                self.sensors,
+                "depth and/or rgb when a backbone is set, none for the blind agent (backbone=None)",
+            )
+        if not self.visual_sensors and not self.has_goal:
+            raise ConfigError("sensors", self.sensors, f"a visual sensor or {GOAL_SENSOR}")
+        if self.is_blind:
+            if self.resolution is not None:
+                raise ConfigError("resolution", self.resolution, "None for the blind agent")
+        elif not (
+            self.resolution is not None
+            and len(self.resolution) == 2
+            and all(isinstance(v, int) and v >= 2 for v in self.resolution)
+        ):
+            raise ConfigError("resolution", self.resolution, "(height, width), integers >= 2")
+        if self.family == "bps" and any(v % 4 for v in self.encoder_resolution):
+            raise ConfigError(
+                "resolution", self.resolution, "a size the SpaceToDepth stem can split into 4x4 blocks"
+            )
+        for name in ("hidden_size", "num_recurrent_layers", "num_actions", "base_planes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(name, value, "a positive integer")
+        if self.family == "habitat" and self.base_planes % 2:
+            raise ConfigError(
+                "base_planes", self.base_planes, "an even number (GroupNorm uses base_planes // 2)"
+            )
+        if self.rnn_type not in RNN_TYPES:
+            raise ConfigError("rnn_type", self.rnn_type, RNN_TYPES)
+        if self.timm_pretrained and self.family != "timm":
+            raise ConfigError("timm_pretrained", True, "False unless the backbone is 'timm:<name>'")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["sensors"] = list(self.sensors)
+        data["resolution"] = None if self.resolution is None else list(self.resolution)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PolicyConfig:
+        if not isinstance(data, dict):
+            raise ConfigError("architecture", data, "a JSON object with PolicyConfig fields")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError("architecture", unknown, f"fields among {', '.join(sorted(known))}")
+        return cls(**data)
+
+    def replace(self, **changes: Any) -> PolicyConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def compression_channels(flat_size: int, spatial: tuple[int, int], multiple: int = 1) -> int:
+    """Channels of the compression conv so that channels * h * w is close to `flat_size`.
+
+    habitat rounds 2048 / (h*w); BPS rounds 1024 / (h*w) to a multiple of its GroupNorm groups. At least
+    one multiple is kept, so very large inputs still get a (wider than flat_size) feature vector.
+    """
+    return max(1, round(flat_size / math.prod(spatial) / multiple)) * multiple

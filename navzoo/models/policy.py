@@ -1,0 +1,299 @@
+"""The PointGoal actor-critic of DD-PPO, parameter-compatible with habitat-baselines' PointNavResNetPolicy.
+
+    net.visual_encoder   observations -> feature map (navzoo.models.encoder)
+    net.visual_fc        Flatten, Linear(C*h*w, hidden), ReLU
+    net.tgt_embeding     Linear(3, 32) on [rho, cos(-phi), sin(-phi)]   (habitat's spelling)
+    net.prev_action_embedding   Embedding(num_actions + 1, 32), index 0 = start of an episode
+    net.state_encoder    LSTM/GRU over [visual, goal, previous action]
+    action_distribution.linear, critic.fc   heads on the recurrent output
+
+Conventions (one step, N environments): observations are the simulator's dict ("depth" [N,H,W,1] float,
+"rgb" [N,H,W,3] uint8, "pointgoal_with_gps_compass" [N,2] float), `hidden` is [N, R, hidden_size]
+(`initial_state`), `prev_actions` [N] integer, `masks` [N] bool with False where an episode has just
+started (the state is reset and the previous action becomes the start token). Sequences for PPO add a
+leading time axis: [T, N, ...].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.distributions import Categorical
+
+from navzoo.errors import ObservationError
+from navzoo.models.configuration import GOAL_SENSOR, SENSOR_CHANNELS, PolicyConfig
+from navzoo.models.encoder import VisualEncoder
+from navzoo.models.state_encoder import RNNStateEncoder
+
+# Precomputed output of the visual encoder may be passed under this key instead of images (habitat's name).
+VISUAL_FEATURES_KEY = "visual_features"
+
+
+@dataclass
+class PolicyOutput:
+    """Differentiable outputs of one forward pass; leading dims are those of `masks`."""
+
+    distribution: Categorical
+    value: torch.Tensor
+    hidden: torch.Tensor
+    features: torch.Tensor
+
+
+@dataclass
+class ActResult:
+    action: torch.Tensor  # [N] int64
+    log_prob: torch.Tensor  # [N]
+    value: torch.Tensor  # [N]
+    hidden: torch.Tensor  # [N, R, H]
+
+
+@dataclass
+class EvaluateResult:
+    value: torch.Tensor  # [T, N]
+    log_prob: torch.Tensor  # [T, N]
+    entropy: torch.Tensor  # [T, N]
+    hidden: torch.Tensor  # [N, R, H] after the last step
+
+
+class CategoricalNet(nn.Module):
+    def __init__(self, num_inputs: int, num_outputs: int):
+        super().__init__()
+        self.linear = nn.Linear(num_inputs, num_outputs)
+        nn.init.orthogonal_(self.linear.weight, gain=0.01)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, x: torch.Tensor) -> Categorical:
+        # float(): the action distribution stays in full precision under autocast, as in habitat and BPS.
+        return Categorical(logits=self.linear(x).float(), validate_args=False)
+
+
+class CriticHead(nn.Module):
+    def __init__(self, num_inputs: int):
+        super().__init__()
+        self.fc = nn.Linear(num_inputs, 1)
+        nn.init.orthogonal_(self.fc.weight)
+        nn.init.zeros_(self.fc.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(x).squeeze(-1)
+
+
+class PointNavNet(nn.Module):
+    def __init__(self, config: PolicyConfig):
+        super().__init__()
+        rnn_input = 32
+        self.visual_encoder = self.visual_fc = self.tgt_embeding = None
+        if not config.is_blind:
+            self.visual_encoder = VisualEncoder(config)
+            self.visual_fc = nn.Sequential(
+                nn.Flatten(), nn.Linear(self.visual_encoder.output_size, config.hidden_size), nn.ReLU(True)
+            )
+            rnn_input += config.hidden_size
+        if config.has_goal:
+            self.tgt_embeding = nn.Linear(3, 32)
+            rnn_input += 32
+        self.prev_action_embedding = nn.Embedding(config.num_actions + 1, 32)
+        self.state_encoder = RNNStateEncoder(
+            rnn_input, config.hidden_size, config.num_recurrent_layers, config.rnn_type
+        )
+
+    def forward(
+        self,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Observations flattened to [T*N, ...]; prev_actions and masks [T, N]. Returns [T, N, H], state."""
+        inputs = []
+        if self.visual_encoder is not None:
+            visual = observations.get(VISUAL_FEATURES_KEY)
+            if visual is None:
+                visual = self.visual_encoder(observations)
+            inputs.append(self.visual_fc(visual))
+        if self.tgt_embeding is not None:
+            goal = observations[GOAL_SENSOR]
+            rho, phi = goal[:, 0], goal[:, 1]
+            inputs.append(self.tgt_embeding(torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1)))
+        start = torch.zeros_like(prev_actions)
+        inputs.append(self.prev_action_embedding(torch.where(masks, prev_actions + 1, start).flatten()))
+        x = torch.cat(inputs, dim=1).view(*masks.shape, -1)
+        return self.state_encoder(x, hidden, masks)
+
+
+class PointNavPolicy(nn.Module):
+    """Actor-critic for PointGoal navigation; see the module docstring for shapes."""
+
+    def __init__(self, config: PolicyConfig):
+        super().__init__()
+        self.config = config
+        self.net = PointNavNet(config)
+        self.action_distribution = CategoricalNet(config.hidden_size, config.num_actions)
+        self.critic = CriticHead(config.hidden_size)
+        # Set by navzoo.load / create_model for named or pretrained models.
+        self.name: str | None = None
+        self.provenance: dict | None = None
+
+    @property
+    def visual_encoder(self) -> VisualEncoder | None:
+        return self.net.visual_encoder
+
+    @property
+    def hidden_state_shape(self) -> tuple[int, int]:
+        return (self.config.recurrent_layers, self.config.hidden_size)
+
+    def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
+        device = device if device is not None else self.critic.fc.weight.device
+        return torch.zeros(batch_size, *self.hidden_state_shape, device=device)
+
+    def forward(
+        self,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+    ) -> PolicyOutput:
+        """One step ([N] masks) or a sequence ([T, N] masks, observations [T, N, ...]); differentiable."""
+        self.check_inputs(observations, hidden, prev_actions, masks)
+        lead = masks.shape
+        flat = {k: v.flatten(0, len(lead) - 1) for k, v in observations.items()}
+        features, hidden = self.net(
+            flat, hidden, prev_actions.long().view(-1, lead[-1]), masks.view(-1, lead[-1])
+        )
+        features = features.view(*lead, -1)
+        return PolicyOutput(self.action_distribution(features), self.critic(features), hidden, features)
+
+    def act(
+        self,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+        deterministic: bool = False,
+    ) -> ActResult:
+        """Choose actions for one step: sampled, or the most likely one when `deterministic`."""
+        out = self(observations, hidden, prev_actions, masks)
+        dist = out.distribution
+        action = dist.logits.argmax(-1) if deterministic else dist.sample()
+        return ActResult(action, dist.log_prob(action), out.value, out.hidden)
+
+    def evaluate_actions(
+        self,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+        actions: torch.Tensor,
+    ) -> EvaluateResult:
+        """Values, log-probs and entropies of given actions over a rollout ([T, N]) for the PPO loss.
+
+        `hidden` is the state before step 0; episode starts inside the rollout are read from `masks`.
+        """
+        if masks.dim() != 2 or actions.shape != masks.shape or actions.is_floating_point():
+            raise ObservationError(
+                f"evaluate_actions takes [T, N] masks and integer actions of the same shape; got masks "
+                f"{tuple(masks.shape)} and actions {tuple(actions.shape)} {actions.dtype}"
+            )
+        out = self(observations, hidden, prev_actions, masks)
+        actions = actions.long()
+        return EvaluateResult(
+            out.value, out.distribution.log_prob(actions), out.distribution.entropy(), out.hidden
+        )
+
+    def controller(
+        self,
+        goal: torch.Tensor,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+    ) -> PolicyOutput:
+        """The policy as a differentiable controller: a goal vector [N, 2] = (rho, phi) in, the action
+        distribution out. Gradients flow back to `goal` (the neural-controller transfer setting)."""
+        if self.net.tgt_embeding is None:
+            raise ObservationError(f"this policy has no goal input ({GOAL_SENSOR} is not among its sensors)")
+        return self({**observations, GOAL_SENSOR: goal}, hidden, prev_actions, masks)
+
+    def encode(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Visual features [N, C, h, w] of one batch of observations (the frozen-feature use)."""
+        if self.visual_encoder is None:
+            raise ObservationError("the blind policy has no visual encoder")
+        first = observations.get(self.config.visual_sensors[0]) if isinstance(observations, dict) else None
+        self._check_visual(observations, tuple(first.shape[:1]) if isinstance(first, torch.Tensor) else (-1,))
+        return self.visual_encoder(observations)
+
+    def freeze_visual_encoder(self) -> VisualEncoder:
+        """Freeze the visual encoder (no gradients, always in eval mode) and return it."""
+        if self.visual_encoder is None:
+            raise ObservationError("the blind policy has no visual encoder")
+        return self.visual_encoder.freeze()
+
+    def check_inputs(
+        self,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+    ) -> None:
+        """Raise ObservationError naming the first input whose key, shape or dtype does not fit."""
+        if not isinstance(masks, torch.Tensor) or masks.dtype != torch.bool or masks.dim() not in (1, 2):
+            raise ObservationError(
+                f"masks must be a bool tensor [N] (or [T, N]), True where the episode continues; got "
+                f"{_describe(masks)}"
+            )
+        lead = tuple(masks.shape)
+        if (
+            not isinstance(prev_actions, torch.Tensor)
+            or prev_actions.is_floating_point()
+            or (tuple(prev_actions.shape) != lead)
+        ):
+            raise ObservationError(
+                f"prev_actions must be an integer tensor of shape {lead}; got {_describe(prev_actions)}"
+            )
+        expected = (lead[-1], *self.hidden_state_shape)
+        if not isinstance(hidden, torch.Tensor) or tuple(hidden.shape) != expected:
+            raise ObservationError(
+                f"hidden must have shape {expected} (see policy.initial_state); got {_describe(hidden)}"
+            )
+        if self.config.has_goal:
+            _check(observations, GOAL_SENSOR, (*lead, 2), "a float tensor of (rho, phi)", floating=True)
+        if self.visual_encoder is not None and VISUAL_FEATURES_KEY not in observations:
+            self._check_visual(observations, lead)
+
+    def _check_visual(self, observations: dict[str, torch.Tensor], lead: tuple[int, ...]) -> None:
+        h, w = self.config.resolution
+        for sensor in self.config.visual_sensors:
+            shape = (*lead, h, w, SENSOR_CHANNELS[sensor])
+            if sensor == "rgb":
+                _check(observations, sensor, shape, "uint8 in [0, 255]", dtype=torch.uint8)
+            else:
+                _check(observations, sensor, shape, "float in [0, 1]", floating=True)
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"{tuple(value.shape)} {value.dtype}"
+    return type(value).__name__
+
+
+def _check(
+    observations: dict[str, torch.Tensor],
+    key: str,
+    shape: tuple[int, ...],
+    what: str,
+    dtype: torch.dtype | None = None,
+    floating: bool = False,
+) -> None:
+    if not isinstance(observations, dict) or key not in observations:
+        have = sorted(observations) if isinstance(observations, dict) else type(observations).__name__
+        raise ObservationError(f"observation {key!r} is missing (got {have}); this policy needs it")
+    value = observations[key]
+    ok = isinstance(value, torch.Tensor) and tuple(value.shape) == shape
+    ok = ok and (value.dtype == dtype if dtype is not None else value.is_floating_point() or not floating)
+    if not ok:
+        raise ObservationError(
+            f"observation {key!r} must be {what} with shape {shape} (the policy was built for its config's "
+            f"resolution and sensors); got {_describe(value)}"
+        )

@@ -1,0 +1,97 @@
+"""Top-down maps of episodes in the style of DD-PPO's Fig. 6: navigable area, obstacles shaded by height,
+the shortest path, the agent's trajectory coloured by time, and start and goal markers."""
+
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+from PIL import Image, ImageDraw
+
+from navzoo.sim.navgrid import NavGrid
+from navzoo.sim.scenes import Scene
+
+WALL = (60, 62, 68)
+FLOOR = (236, 236, 230)
+NAVIGABLE = (214, 228, 214)
+SHORTEST_PATH = (40, 170, 80)
+START = (40, 90, 220)
+GOAL = (220, 50, 50)
+
+_NEIGHBOURS = [(dr, dc) for dr in (-2, -1, 0, 1, 2) for dc in (-2, -1, 0, 1, 2)
+               if (dr, dc) != (0, 0) and max(abs(dr), abs(dc)) == 1 or {abs(dr), abs(dc)} == {1, 2}]
+
+
+def shortest_path(nav: NavGrid, field: np.ndarray, start_xy) -> np.ndarray:
+    """Points [K, 2] from start to the field's source, descending the distance field cell by cell."""
+    row, col = (int(v) for v in nav.cell_of(np.asarray(start_xy, dtype=np.float64)))
+    points = [np.asarray(start_xy, dtype=np.float64)]
+    rows, cols = field.shape
+    while np.isfinite(field[row, col]) and field[row, col] > 0:
+        best = (field[row, col], row, col)
+        for dr, dc in _NEIGHBOURS:
+            r, c = row + dr, col + dc
+            if 0 <= r < rows and 0 <= c < cols and field[r, c] < best[0]:
+                best = (field[r, c], r, c)
+        if (best[1], best[2]) == (row, col):
+            break
+        row, col = best[1], best[2]
+        points.append(nav.cell_centres(row, col))
+    return np.asarray(points)
+
+
+def draw_topdown(scene: Scene, nav: NavGrid | None = None, trajectory=None, goal=None, path=None,
+                 headings=None, cell_pixels: int = 6, success_radius: float = 0.2) -> np.ndarray:
+    """An RGB uint8 image [H, W, 3] of the scene from above, +y up, `cell_pixels` pixels per scene cell.
+
+    trajectory: agent positions [T, 2] (coloured from dark to bright with time); goal: (x, y);
+    path: shortest-path points [K, 2]; headings: agent headings [T] (the last one is drawn as an arrow).
+    """
+    heights, ceiling = scene.heights, scene.ceiling_height
+    cells = np.empty((*heights.shape, 3), dtype=np.float32)
+    cells[:] = FLOOR
+    shade = (0.45 + 0.45 * (1 - heights / ceiling))[..., None]  # taller furniture is darker
+    furniture = (heights > 0) & (heights < ceiling)
+    cells[furniture] = (np.array([150, 130, 110]) * shade)[furniture]
+    cells[heights >= ceiling] = WALL
+    image = np.repeat(np.repeat(cells, cell_pixels, 0), cell_pixels, 1)
+    if nav is not None:  # tint the floor the agent can reach
+        nav_pixels = cell_pixels * heights.shape[0] // nav.shape[0]
+        island = np.repeat(np.repeat(nav.island, nav_pixels, 0), nav_pixels, 1)
+        image[island & (image == FLOOR).all(-1)] = NAVIGABLE
+    canvas = Image.fromarray(np.flipud(image).astype(np.uint8))
+    draw = ImageDraw.Draw(canvas)
+    px_per_m = cell_pixels / scene.cell_size
+    width = max(2, int(px_per_m * 0.06))
+
+    def to_px(xy):
+        xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
+        return [(float(x * px_per_m), float(canvas.height - y * px_per_m)) for x, y in xy]
+
+    if path is not None and len(path) > 1:
+        draw.line(to_px(path), fill=SHORTEST_PATH, width=width + 1)
+    if goal is not None:
+        ((gx, gy),) = to_px(goal)
+        r = max(success_radius * px_per_m, 4)
+        draw.ellipse([gx - r, gy - r, gx + r, gy + r], fill=GOAL, outline=(120, 0, 0))
+    if trajectory is not None and len(trajectory) > 0:
+        points = to_px(trajectory)
+        colours = matplotlib.colormaps["plasma"](np.linspace(0.0, 0.9, max(len(points) - 1, 1)))
+        for a, b, colour in zip(points[:-1], points[1:], colours, strict=False):
+            draw.line([a, b], fill=tuple(int(255 * c) for c in colour[:3]), width=width)
+        sx, sy = points[0]
+        r = max(0.15 * px_per_m, 4)
+        draw.rectangle([sx - r, sy - r, sx + r, sy + r], fill=START, outline=(0, 0, 90))
+        if headings is not None:
+            ex, ey = points[-1]
+            heading = float(np.asarray(headings)[-1])
+            tip = (ex + 0.4 * px_per_m * np.cos(heading), ey - 0.4 * px_per_m * np.sin(heading))
+            draw.line([(ex, ey), tip], fill=(0, 0, 0), width=width)
+            draw.ellipse([ex - r / 2, ey - r / 2, ex + r / 2, ey + r / 2], fill=(0, 0, 0))
+    return np.asarray(canvas)
+
+
+def save_png(image: np.ndarray, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(image).save(path)
+    return path

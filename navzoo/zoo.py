@@ -1,0 +1,341 @@
+"""The model zoo: named entries, `list_models`, `create_model` and `load`.
+
+An entry pairs an architecture (PolicyConfig) with where its weights live and where they came from. The
+seven DD-PPO checkpoints released with habitat-baselines are registered under readable names; their
+weights are served from the Hugging Face Hub repository of the entry once converted (`navzoo convert`)
+and pushed. Entries without weights are architectures to train from scratch or with ImageNet encoders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from navzoo.errors import ConfigError, UnknownModelError
+from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
+
+HF_HUB_PREFIX = "hf-hub:"
+HUB_ORG = "navzoo"
+DDPPO_PAPER = (
+    "Wijmans et al., DD-PPO: Learning Near-Perfect PointGoal Navigators from 2.5 Billion Frames, ICLR 2020"
+)
+DDPPO_URL = "https://arxiv.org/abs/1911.00357"
+DDPPO_ZIP = "https://dl.fbaipublicfiles.com/habitat/data/baselines/v1/ddppo/ddppo-models.zip"
+BPS_PAPER = "Shacklett et al., Large Batch Simulation for Deep Reinforcement Learning, ICLR 2021"
+BPS_URL = "https://arxiv.org/abs/2103.07013"
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a model comes from and what its authors reported (None where nothing was reported).
+
+    SPL and success are on the Habitat Challenge 2019 PointGoal val and test-std splits.
+    """
+
+    paper: str
+    paper_url: str
+    original_file: str | None = None
+    original_url: str | None = None
+    training_data: str | None = None
+    val_spl: float | None = None
+    val_success: float | None = None
+    test_spl: float | None = None
+    test_success: float | None = None
+    results_source: str | None = None
+    notes: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    name: str
+    config: PolicyConfig
+    description: str
+    provenance: Provenance
+    hub_repo: str | None = None  # Hugging Face repository holding config.json + model.safetensors
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def has_weights(self) -> bool:
+        return self.hub_repo is not None or self.config.family == "timm"
+
+
+_REGISTRY: dict[str, ModelEntry] = {}
+
+
+def register_model(entry: ModelEntry) -> ModelEntry:
+    if entry.name in _REGISTRY:
+        raise ValueError(f"model {entry.name!r} is registered twice")
+    _REGISTRY[entry.name] = entry
+    return entry
+
+
+def _depth(backbone: str | None, **kw: Any) -> PolicyConfig:
+    return PolicyConfig(backbone=backbone, sensors=("depth", GOAL_SENSOR), **kw)
+
+
+def _rgb(backbone: str | None, **kw: Any) -> PolicyConfig:
+    return PolicyConfig(backbone=backbone, sensors=("rgb", GOAL_SENSOR), **kw)
+
+
+def _released(
+    name: str,
+    config: PolicyConfig,
+    description: str,
+    original_file: str,
+    training_data: str,
+    results: tuple[float, float, float, float],
+    results_source: str,
+    notes: str | None = None,
+) -> None:
+    val_spl, val_success, test_spl, test_success = results
+    provenance = Provenance(
+        paper=DDPPO_PAPER,
+        paper_url=DDPPO_URL,
+        original_file=original_file,
+        original_url=DDPPO_ZIP,
+        training_data=training_data,
+        val_spl=val_spl,
+        val_success=val_success,
+        test_spl=test_spl,
+        test_success=test_success,
+        results_source=results_source,
+        notes=notes,
+    )
+    register_model(
+        ModelEntry(name, config, description, provenance, f"{HUB_ORG}/{name}", ("dd-ppo", "released"))
+    )
+
+
+def _architecture(name: str, config: PolicyConfig, description: str, paper: str = DDPPO_PAPER) -> None:
+    provenance = Provenance(paper=paper, paper_url=BPS_URL if paper == BPS_PAPER else DDPPO_URL)
+    register_model(ModelEntry(name, config, description, provenance, None, ("architecture",)))
+
+
+_TABLE1 = "DD-PPO paper Table 1; SPL also in habitat-baselines rl/ddppo/README.md"
+_MP3D_CAUTION = (
+    "Trained on Matterport3D train, val and test scenes (README: 'Caution: Trained on MP3D val and test')."
+)
+
+_released(
+    "pointnav-resnet50-gibson4plus",
+    _depth("resnet50"),
+    "DD-PPO depth agent, ResNet50 + 2-layer LSTM512, trained on Gibson-4+",
+    "gibson-4plus-resnet50.pth",
+    "Gibson-4+",
+    (0.922, 0.967, 0.917, 0.970),
+    _TABLE1,
+)
+_released(
+    "pointnav-resnet50-gibson4plus-mp3d",
+    _depth("resnet50"),
+    "DD-PPO depth agent, ResNet50 + 2-layer LSTM512, trained on Gibson-4+ and all of Matterport3D",
+    "gibson-4plus-mp3d-train-val-test-resnet50.pth",
+    "Gibson-4+ and Matterport3D (train/val/test)",
+    (0.956, 0.996, 0.941, 0.996),
+    _TABLE1,
+    _MP3D_CAUTION,
+)
+_released(
+    "pointnav-resnet50",
+    _depth("resnet50"),
+    "DD-PPO depth agent, ResNet50 + 2-layer LSTM512, trained on Gibson-2+",
+    "gibson-2plus-resnet50.pth",
+    "Gibson-2+",
+    (0.956, 0.994, 0.944, 0.982),
+    _TABLE1,
+)
+_released(
+    "pointnav-se-resnext50",
+    _depth("se_resneXt50"),
+    "DD-PPO depth agent, SE-ResNeXt50 + 2-layer LSTM512, trained on Gibson-2+",
+    "gibson-2plus-se-resneXt50.pth",
+    "Gibson-2+",
+    (0.959, 0.999, 0.943, 0.988),
+    _TABLE1,
+)
+_released(
+    "pointnav-se-resnext101",
+    _depth("se_resneXt101", hidden_size=1024),
+    "DD-PPO's best depth agent, SE-ResNeXt101 + 2-layer LSTM1024, trained on Gibson-2+",
+    "gibson-2plus-se-resneXt101-lstm1024.pth",
+    "Gibson-2+",
+    (0.969, 0.997, 0.948, 0.980),
+    _TABLE1,
+)
+_released(
+    "pointnav-se-resnext50-rgb",
+    _rgb("se_resneXt50"),
+    "DD-PPO RGB agent, SE-ResNeXt50 + 2-layer LSTM512 with running mean/var input normalisation",
+    "gibson-2plus-mp3d-train-val-test-se-resneXt50-rgb.pth",
+    "Gibson-2+ and Matterport3D (train/val/test)",
+    (0.929, 0.991, 0.920, 0.977),
+    "DD-PPO paper Table 2 and Sec. 4",
+    _MP3D_CAUTION + " habitat-baselines' README lists val SPL 0.933 for the released file.",
+)
+_released(
+    "pointnav-blind",
+    PolicyConfig(backbone=None, sensors=(GOAL_SENSOR,), resolution=None),
+    "DD-PPO blind agent: GPS+Compass and previous action only, 2-layer LSTM512",
+    "gibson-0plus-mp3d-train-val-test-blind.pth",
+    "Gibson-0+ and Matterport3D (train/val/test)",
+    (0.729, 0.973, 0.676, 0.947),
+    "DD-PPO paper Table 2 (Blind, DD-PPO); SPL also in habitat-baselines rl/ddppo/README.md",
+    _MP3D_CAUTION,
+)
+
+_architecture(
+    "pointnav-resnet18", _depth("resnet18"), "half-width GroupNorm ResNet18 depth agent (habitat's default)"
+)
+_architecture("pointnav-resnext50", _depth("resneXt50"), "half-width GroupNorm ResNeXt50 depth agent")
+_architecture("pointnav-se-resnet50", _depth("se_resnet50"), "half-width GroupNorm SE-ResNet50 depth agent")
+_architecture(
+    "pointnav-resnet50-rgbd",
+    PolicyConfig(backbone="resnet50", sensors=("depth", "rgb", GOAL_SENSOR)),
+    "ResNet50 RGB-D agent (channels depth, R, G, B; running mean/var normalisation)",
+)
+_architecture(
+    "bps-se-resnet9",
+    _depth("se_resnet9", resolution=(64, 64)),
+    "BPS's SE-ResNet9 (SpaceToDepth stem, Fixup, no normalisation) depth agent at 64x64",
+    BPS_PAPER,
+)
+_architecture(
+    "bps-se-resnet9-rgb",
+    _rgb("se_resnet9", resolution=(64, 64)),
+    "BPS's SE-ResNet9 RGB agent at 64x64",
+    BPS_PAPER,
+)
+for _timm_name, _sensors in (("resnet18", "depth"), ("resnet50", "depth"), ("resnet50", "rgb")):
+    register_model(
+        ModelEntry(
+            f"pointnav-timm-{_timm_name}-{_sensors}",
+            PolicyConfig(backbone=f"timm:{_timm_name}", sensors=(_sensors, GOAL_SENSOR)),
+            f"timm {_timm_name} encoder on {_sensors} (ImageNet weights with pretrained=True), for transfer",
+            Provenance(
+                paper="timm (PyTorch Image Models)",
+                paper_url="https://github.com/huggingface/pytorch-image-models",
+            ),
+            None,
+            ("timm", "imagenet"),
+        )
+    )
+
+
+def list_models(pattern: str | Iterable[str] = "*", *, pretrained: bool = False) -> list[str]:
+    """Sorted registry names matching a shell-style pattern (or any of several); `pretrained=True`
+    keeps entries with weights (released checkpoints and ImageNet timm encoders)."""
+    patterns = [pattern] if isinstance(pattern, str) else list(pattern)
+    names = (e.name for e in _REGISTRY.values() if e.has_weights or not pretrained)
+    return sorted(n for n in names if any(fnmatch.fnmatchcase(n, p.lower()) for p in patterns))
+
+
+def model_entry(name: str) -> ModelEntry:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnknownModelError(_unknown_message(name)) from None
+
+
+def _unknown_message(name: str) -> str:
+    close = difflib.get_close_matches(name.lower(), _REGISTRY, n=3, cutoff=0.5)
+    hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
+    return (
+        f"unknown model {name!r}: it is not a zoo name, an existing local folder, or 'hf-hub:org/name'. "
+        f"{hint}navzoo.list_models() shows the zoo."
+    )
+
+
+def create_model(name: str, pretrained: bool = False, **overrides: Any) -> PointNavPolicy:
+    """Build a zoo architecture; `pretrained=True` also loads its weights (see `load`).
+
+    Keyword overrides change fields of the entry's PolicyConfig (e.g. resolution=(128, 128)); they
+    cannot be combined with released weights, whose shapes are fixed. For timm entries, pretrained=True
+    means the encoder starts from timm's ImageNet weights.
+    """
+    entry = model_entry(name)
+    if pretrained and entry.hub_repo is not None:
+        if overrides:
+            raise ConfigError(
+                "overrides",
+                sorted(overrides),
+                f"none with pretrained=True: {name}'s weights fix the architecture",
+            )
+        return load(name)
+    if pretrained and entry.config.family != "timm":
+        raise ConfigError(
+            "pretrained",
+            True,
+            f"False: {name} has no weights; navzoo.list_models(pretrained=True) lists those that do",
+        )
+    changes = {**overrides, "timm_pretrained": True} if pretrained else overrides
+    try:
+        config = entry.config.replace(**changes)
+    except TypeError:
+        fields = ", ".join(f.name for f in dataclasses.fields(PolicyConfig))
+        raise ConfigError("overrides", sorted(overrides), f"PolicyConfig fields: {fields}") from None
+    policy = PointNavPolicy(config)
+    policy.name, policy.provenance = name, entry.provenance.to_dict()
+    return policy
+
+
+def load(
+    name: str | Path,
+    *,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+    local_files_only: bool = False,
+    device: str = "cpu",
+) -> PointNavPolicy:
+    """Load a policy with its weights, in eval mode.
+
+    `name` is a zoo name (weights from its Hub repository), a local folder holding config.json and
+    model.safetensors (a folder wins over a zoo name it shadows), or "hf-hub:org/name[@revision]".
+    Hub files go through huggingface_hub's cache (`cache_dir`, `revision`, `local_files_only`;
+    HF_HUB_OFFLINE=1 works from the cache alone).
+    """
+    from navzoo.hub.resolve import hub_folder
+    from navzoo.hub.weights import load_pretrained
+
+    hub = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_files_only}
+    text = str(name)
+    if text.startswith(HF_HUB_PREFIX):
+        repo_id, _, at_revision = text[len(HF_HUB_PREFIX) :].partition("@")
+        hub["revision"] = revision or at_revision or None
+        return load_pretrained(hub_folder(repo_id, **hub), device=device)
+    if Path(name).is_dir():
+        return load_pretrained(Path(name), device=device)
+    if text not in _REGISTRY and (isinstance(name, Path) or "/" in text or text.startswith(".")):
+        raise UnknownModelError(
+            f"{text!r} is not an existing folder; pass a folder with config.json and model.safetensors"
+        )
+    entry = model_entry(text)
+    if entry.hub_repo is None:
+        raise UnknownModelError(
+            f"{text!r} is an architecture without released weights: build it with "
+            f"navzoo.create_model({text!r})"
+            + (" (pretrained=True loads timm's ImageNet encoder)" if entry.config.family == "timm" else "")
+        )
+    policy = load_pretrained(hub_folder(entry.hub_repo, **hub, how_to_get=_how_to_get(entry)), device=device)
+    policy.name = policy.name or entry.name
+    policy.provenance = policy.provenance or entry.provenance.to_dict()
+    return policy
+
+
+def _how_to_get(entry: ModelEntry) -> str:
+    original = entry.provenance.original_file
+    convert = ""
+    if original:
+        convert = (
+            f"convert the released habitat checkpoint: get {original} from {entry.provenance.original_url} "
+            f"(data/ddppo-models/ in the zip), run `navzoo convert {original} {entry.name}/` and "
+            f"navzoo.load('{entry.name}/'); or "
+        )
+    return f"To get the weights, {convert}when online, run `navzoo pull {entry.name}` to fill the cache."

@@ -1,0 +1,43 @@
+"""Shared fixtures: small hand-built scenes and simulators placed in them."""
+
+import numpy as np
+import pytest
+import torch
+
+from navzoo.sim.render import Camera, SceneAtlas, cast
+from navzoo.sim.scenes import Scene
+
+CEILING = 2.5
+EYE = 1.25
+
+
+def box_room(size_cells: int = 16) -> np.ndarray:
+    """Heights of an empty square room with walls on its border (0.25 m cells)."""
+    heights = np.zeros((size_cells, size_cells), dtype=np.float32)
+    heights[0, :] = heights[-1, :] = heights[:, 0] = heights[:, -1] = CEILING
+    return heights
+
+
+def atlas_of(scene: Scene) -> SceneAtlas:
+    return SceneAtlas(
+        heights=torch.from_numpy(scene.heights)[None],
+        materials=torch.from_numpy(scene.materials.astype(np.int64))[None],
+        rooms=torch.from_numpy(scene.rooms.astype(np.int64))[None],
+        wall_materials=torch.from_numpy(scene.wall_materials.astype(np.int64))[None],
+        ceiling=torch.tensor([scene.ceiling_height]),
+        cell_size=scene.cell_size,
+    )
+
+
+def render_depth(heights: np.ndarray, pos, heading: float, size: int = 16, hfov: float = 90.0) -> np.ndarray:
+    """Metric z-depth [H, W] (top row first) seen from `pos` facing `heading` in a hand-built scene."""
+    scene = Scene.from_arrays(heights, CEILING)
+    camera = Camera(size, size, hfov, 30.0, torch.device("cpu"))
+    hits, _ = cast(atlas_of(scene), camera, torch.zeros(1, dtype=torch.long),
+                   torch.tensor([pos], dtype=torch.float32), torch.tensor([heading]), EYE, False)
+    return hits.z[0].T.flip(0).numpy()
+
+
+@pytest.fixture
+def room():
+    return box_room()

@@ -1,0 +1,320 @@
+"""The registry, create_model / load, the weight folder format and offline loading from the HF cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, save_pretrained
+
+import navzoo
+from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError, WeightsNotAvailableError
+from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
+from navzoo.zoo import model_entry
+
+RELEASED_FILES = {
+    "gibson-4plus-resnet50.pth",
+    "gibson-4plus-mp3d-train-val-test-resnet50.pth",
+    "gibson-2plus-resnet50.pth",
+    "gibson-2plus-se-resneXt50.pth",
+    "gibson-2plus-se-resneXt101-lstm1024.pth",
+    "gibson-2plus-mp3d-train-val-test-se-resneXt50-rgb.pth",
+    "gibson-0plus-mp3d-train-val-test-blind.pth",
+}
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Small tensors run fastest on one thread, which also avoids OpenMP spin-waits on busy CPUs."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def step(policy: PointNavPolicy, n: int = 2, seed: int = 0):
+    config = policy.config
+    gen = torch.Generator().manual_seed(seed)
+    obs = {GOAL_SENSOR: torch.rand(n, 2, generator=gen) * 3}
+    if "depth" in config.sensors:
+        obs["depth"] = torch.rand(n, *config.resolution, 1, generator=gen)
+    if "rgb" in config.sensors:
+        obs["rgb"] = torch.randint(0, 256, (n, *config.resolution, 3), generator=gen, dtype=torch.uint8)
+    hidden = torch.randn(n, *policy.hidden_state_shape, generator=gen)
+    with torch.no_grad():
+        return policy(obs, hidden, torch.arange(n) % 4, torch.ones(n, dtype=torch.bool))
+
+
+def test_list_models_with_wildcards():
+    assert navzoo.list_models("pointnav-se-resnext*") == [
+        "pointnav-se-resnext101",
+        "pointnav-se-resnext50",
+        "pointnav-se-resnext50-rgb",
+    ]
+    assert navzoo.list_models("*-rgb") == [
+        "bps-se-resnet9-rgb",
+        "pointnav-se-resnext50-rgb",
+        "pointnav-timm-resnet50-rgb",
+    ]
+    assert navzoo.list_models(["bps-*", "pointnav-blind"]) == [
+        "bps-se-resnet9",
+        "bps-se-resnet9-rgb",
+        "pointnav-blind",
+    ]
+    assert navzoo.list_models("POINTNAV-RESNET50") == ["pointnav-resnet50"]
+    assert navzoo.list_models("pointnav-resnet50?") == []
+    assert navzoo.list_models("nothing-*") == []
+    everything = navzoo.list_models()
+    assert everything == sorted(everything) and len(everything) == 16
+    assert set(navzoo.list_models(pretrained=True)) < set(everything)
+    assert "pointnav-resnet18" not in navzoo.list_models(pretrained=True)
+
+
+def test_released_models_carry_architecture_sensors_and_provenance():
+    released = [model_entry(n) for n in navzoo.list_models() if "released" in model_entry(n).tags]
+    assert {e.provenance.original_file for e in released} == RELEASED_FILES
+    for entry in released:
+        p = entry.provenance
+        assert entry.hub_repo == f"navzoo/{entry.name}"
+        assert "DD-PPO" in p.paper and p.original_url.endswith("ddppo-models.zip")
+        assert all(0 < v < 1 for v in (p.val_spl, p.val_success, p.test_spl, p.test_success))
+        assert entry.config.num_actions == 4 and entry.config.rnn_type == "LSTM"
+        assert entry.config.num_recurrent_layers == 2
+    best = model_entry("pointnav-se-resnext101")
+    assert (best.config.backbone, best.config.hidden_size, best.config.sensors) == (
+        "se_resneXt101",
+        1024,
+        ("depth", GOAL_SENSOR),
+    )
+    assert (best.provenance.val_spl, best.provenance.test_spl) == (0.969, 0.948)
+    rgb = model_entry("pointnav-se-resnext50-rgb").config
+    assert rgb.sensors == ("rgb", GOAL_SENSOR) and rgb.normalize_visual_inputs
+    assert model_entry("pointnav-blind").config.is_blind
+    assert model_entry("pointnav-resnet50-gibson4plus").provenance.training_data == "Gibson-4+"
+    assert model_entry("pointnav-resnet18").provenance.val_spl is None  # nothing reported, nothing invented
+
+
+@pytest.mark.parametrize("name", navzoo.list_models())
+def test_every_zoo_entry_builds_and_acts(name):
+    policy = navzoo.create_model(name)
+    assert policy.config == model_entry(name).config and policy.name == name
+    out = step(policy)
+    assert out.distribution.probs.shape == (2, policy.config.num_actions)
+    assert torch.isfinite(out.value).all()
+
+
+def test_create_model_overrides_and_errors():
+    small = navzoo.create_model("pointnav-resnet18", resolution=(64, 64), hidden_size=32)
+    assert small.config.resolution == (64, 64) and small.config.hidden_size == 32
+    with pytest.raises(ConfigError, match="overrides"):
+        navzoo.create_model("pointnav-resnet18", layers=3)
+    with pytest.raises(ConfigError, match="invalid hidden_size"):
+        navzoo.create_model("pointnav-resnet18", hidden_size=-1)
+    with pytest.raises(ConfigError, match=r"pretrained.*list_models"):
+        navzoo.create_model("pointnav-resnet18", pretrained=True)
+    with pytest.raises(ConfigError, match="weights fix the architecture"):
+        navzoo.create_model("pointnav-resnet50", pretrained=True, hidden_size=64)
+    with pytest.raises(UnknownModelError, match="did you mean 'pointnav-se-resnext101'"):
+        navzoo.create_model("pointnav-se-resnext10")
+
+
+def test_unknown_names_and_architectures_without_weights():
+    with pytest.raises(UnknownModelError, match="did you mean 'pointnav-blind'"):
+        navzoo.load("pointnav-blnd")
+    with pytest.raises(UnknownModelError, match="list_models"):
+        navzoo.load("completely-different")
+    with pytest.raises(UnknownModelError, match="not an existing folder"):
+        navzoo.load("./no/such/folder")
+    with pytest.raises(
+        UnknownModelError, match=r"without released weights.*create_model\('bps-se-resnet9'\)"
+    ):
+        navzoo.load("bps-se-resnet9")
+
+
+def test_save_and_load_folder_round_trip(tmp_path):
+    policy = navzoo.create_model("pointnav-resnet18", resolution=(64, 96), hidden_size=32)
+    with torch.no_grad():
+        policy.critic.fc.bias.fill_(0.25)
+    folder = save_pretrained(policy, tmp_path / "model")
+    assert sorted(p.name for p in folder.iterdir()) == [CONFIG_NAME, WEIGHTS_NAME]
+    config = json.loads((folder / CONFIG_NAME).read_text())
+    assert config["architecture"]["backbone"] == "resnet18" and config["architecture"]["sensors"] == [
+        "depth",
+        GOAL_SENSOR,
+    ]
+    assert config["provenance"]["paper"].startswith("Wijmans")
+    for source in (folder, str(folder)):
+        loaded = navzoo.load(source)
+        assert not loaded.training and loaded.config == policy.config and loaded.name == "pointnav-resnet18"
+        policy.eval()
+        before, after = step(policy), step(loaded)
+        assert torch.equal(before.distribution.logits, after.distribution.logits)
+        assert torch.equal(before.value, after.value) and torch.equal(before.hidden, after.hidden)
+
+
+@pytest.fixture
+def saved(tmp_path) -> Path:
+    return save_pretrained(navzoo.create_model("pointnav-blind", hidden_size=16), tmp_path / "blind")
+
+
+def test_truncated_or_corrupt_weights_are_reported(saved):
+    weights = saved / WEIGHTS_NAME
+    data = weights.read_bytes()
+    for broken in (data[: len(data) // 2], data[:6], b"\x00" * 64, b""):
+        weights.write_bytes(broken)
+        with pytest.raises(WeightsFormatError, match="corrupt or truncated"):
+            navzoo.load(saved)
+
+
+def test_config_and_weights_that_disagree_are_reported(saved, tmp_path):
+    other = save_pretrained(navzoo.create_model("pointnav-blind", hidden_size=24), tmp_path / "other")
+    shutil.copy(other / WEIGHTS_NAME, saved / WEIGHTS_NAME)
+    with pytest.raises(
+        WeightsFormatError, match=r"'blind'.*wrong shape.*weight_hh_l0: \(96, 24\) in the file.*disagree"
+    ):
+        navzoo.load(saved)
+    depth = save_pretrained(
+        navzoo.create_model("pointnav-resnet18", resolution=(32, 32), hidden_size=16), tmp_path / "d"
+    )
+    shutil.copy(depth / WEIGHTS_NAME, saved / WEIGHTS_NAME)
+    with pytest.raises(WeightsFormatError, match=r"unexpected \(\d+\): net.visual_encoder"):
+        navzoo.load(saved)
+
+
+def test_broken_config_files_are_reported(saved):
+    path = saved / CONFIG_NAME
+    good = json.loads(path.read_text())
+    cases = [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"architecture": good["architecture"]}), "not a navzoo config"),
+        (json.dumps({**good, "format_version": 99}), "upgrade navzoo"),
+        (
+            json.dumps({**good, "architecture": {**good["architecture"], "hidden_size": "big"}}),
+            "invalid hidden_size",
+        ),
+        (json.dumps({**good, "architecture": {**good["architecture"], "depth": 3}}), "invalid architecture"),
+    ]
+    for text, message in cases:
+        path.write_text(text)
+        with pytest.raises(WeightsFormatError, match=message):
+            navzoo.load(saved)
+    path.unlink()
+    with pytest.raises(WeightsFormatError, match=r"config\.json does not exist"):
+        load_pretrained(saved)
+    path.write_text(json.dumps(good))
+    (saved / WEIGHTS_NAME).unlink()
+    with pytest.raises(WeightsFormatError, match=r"model\.safetensors does not exist"):
+        navzoo.load(saved)
+
+
+def put_in_hf_cache(
+    cache: Path, repo_id: str, folder: Path, commit: str, refs: tuple[str, ...] = ("main",)
+) -> None:
+    """Lay out `folder` as huggingface_hub's cache does: blobs/, snapshots/<commit>/ symlinks, refs/<name>."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    for file in folder.iterdir():
+        blob = repo / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(file, blob)
+        link = repo / "snapshots" / commit / file.name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    (repo / "refs").mkdir(exist_ok=True)
+    for ref in refs:
+        (repo / "refs" / ref).write_text(commit)
+
+
+def test_loads_from_the_hf_cache_with_local_files_only(tmp_path):
+    policy = navzoo.create_model("pointnav-blind", hidden_size=16)
+    put_in_hf_cache(
+        tmp_path / "hub", "navzoo/pointnav-blind", save_pretrained(policy, tmp_path / "w"), "a" * 40
+    )
+    loaded = navzoo.load("pointnav-blind", cache_dir=tmp_path / "hub", local_files_only=True)
+    assert loaded.name == "pointnav-blind" and loaded.provenance["original_file"].endswith("blind.pth")
+    assert torch.equal(step(policy.eval()).value, step(loaded).value)
+    with pytest.raises(WeightsNotAvailableError, match=r"revision|not in the Hugging Face cache"):
+        navzoo.load("pointnav-blind", cache_dir=tmp_path / "hub", local_files_only=True, revision="b" * 40)
+
+
+def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
+    """HF_HUB_OFFLINE=1 is read when huggingface_hub is imported, so this runs in a fresh interpreter,
+    with the Hub endpoint pointed at a closed local port as a second guard against network use."""
+    cache = tmp_path / "hub"
+    blind = navzoo.create_model("pointnav-blind", hidden_size=16)
+    put_in_hf_cache(cache, "navzoo/pointnav-blind", save_pretrained(blind, tmp_path / "blind"), "1" * 40)
+    depth = navzoo.create_model("pointnav-resnet18", resolution=(32, 32), hidden_size=16)
+    old = save_pretrained(depth, tmp_path / "v1")
+    put_in_hf_cache(cache, "someone/custom", old, "2" * 40, refs=("v1",))
+    with torch.no_grad():
+        depth.critic.fc.bias.add_(1.0)
+    put_in_hf_cache(cache, "someone/custom", save_pretrained(depth, tmp_path / "v2"), "3" * 40)
+
+    script = textwrap.dedent(
+        """
+        import json, torch, navzoo
+        from navzoo.errors import WeightsNotAvailableError
+        def value(p):
+            obs = {"pointgoal_with_gps_compass": torch.ones(1, 2)}
+            if p.config.resolution:
+                obs["depth"] = torch.full((1, *p.config.resolution, 1), 0.5)
+            args = (p.initial_state(1), torch.zeros(1, dtype=torch.long), torch.ones(1, dtype=torch.bool))
+            with torch.no_grad():
+                return p(obs, *args).value.item()
+        out = {
+            "blind": value(navzoo.load("pointnav-blind")),
+            "main": value(navzoo.load("hf-hub:someone/custom")),
+            "v1": value(navzoo.load("hf-hub:someone/custom@v1")),
+            "v1_kw": value(navzoo.load("hf-hub:someone/custom", revision="v1")),
+        }
+        try:
+            navzoo.load("pointnav-se-resnext101")
+        except WeightsNotAvailableError as err:
+            out["missing"] = str(err)
+        print(json.dumps(out))
+        """
+    )
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(cache),
+        "HF_HOME": str(tmp_path / "home"),
+        "HF_ENDPOINT": "http://127.0.0.1:9",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+
+    def value(policy):
+        obs = {GOAL_SENSOR: torch.ones(1, 2)}
+        if policy.config.resolution:
+            obs["depth"] = torch.full((1, *policy.config.resolution, 1), 0.5)
+        with torch.no_grad():
+            args = (
+                policy.initial_state(1),
+                torch.zeros(1, dtype=torch.long),
+                torch.ones(1, dtype=torch.bool),
+            )
+            return policy(obs, *args).value.item()
+
+    assert out["blind"] == pytest.approx(value(blind.eval()), abs=1e-6)
+    assert out["main"] == pytest.approx(value(depth.eval()), abs=1e-6)
+    assert out["v1"] == out["v1_kw"] == pytest.approx(value(navzoo.load(old)), abs=1e-6)
+    assert out["main"] != pytest.approx(out["v1"])
+    message = out["missing"]
+    assert "not in the Hugging Face cache" in message and "offline" in message
+    assert "navzoo convert gibson-2plus-se-resneXt101-lstm1024.pth" in message and "navzoo pull" in message
+
+
+def test_policy_config_must_describe_the_visual_input():
+    with pytest.raises(ConfigError, match="invalid sensors"):
+        PolicyConfig(backbone="resnet50", sensors=(GOAL_SENSOR,))
