@@ -56,12 +56,14 @@ class GoalFollowerAgent(BaselineAgent):
     def act(self, obs, first):
         phi = obs["pointgoal_with_gps_compass"][:, 1]  # positive: goal to the right
         half_turn = math.radians(self.sim.config.turn_angle) / 2
-        action = torch.where(phi > half_turn, TURN_RIGHT, torch.where(phi < -half_turn, TURN_LEFT, MOVE_FORWARD))
+        action = torch.where(
+            phi > half_turn, TURN_RIGHT, torch.where(phi < -half_turn, TURN_LEFT, MOVE_FORWARD)
+        )
         return torch.where(self._goal_reached(obs), STOP, action)
 
 
 class OracleAgent(BaselineAgent):
-    """Shortest-path follower: heads for the reachable point one step away with the least geodesic distance."""
+    """Shortest-path follower: heads for the reachable point one step away that is geodesically closest."""
 
     name = "oracle"
 
@@ -73,11 +75,15 @@ class OracleAgent(BaselineAgent):
         points = (sim.pos[:, None, :] + offsets[None]).reshape(-1, 2)
         envs = torch.arange(n, device=sim.device).repeat_interleave(ORACLE_DIRECTIONS)
         distance = sim.geodesic_distance(points, envs)
-        distance = torch.where(sim.is_navigable(points, envs), distance, math.inf).reshape(n, ORACLE_DIRECTIONS)
+        distance = torch.where(sim.is_navigable(points, envs), distance, math.inf).reshape(
+            n, ORACLE_DIRECTIONS
+        )
         best = angles[distance.argmin(1)]
         error = torch.remainder(best - sim.heading + math.pi, 2 * math.pi) - math.pi  # positive: turn left
         half_turn = math.radians(cfg.turn_angle) / 2
-        action = torch.where(error > half_turn, TURN_LEFT, torch.where(error < -half_turn, TURN_RIGHT, MOVE_FORWARD))
+        action = torch.where(
+            error > half_turn, TURN_LEFT, torch.where(error < -half_turn, TURN_RIGHT, MOVE_FORWARD)
+        )
         here = sim.geodesic_distance(sim.pos)
         return torch.where(here <= cfg.success_distance, STOP, action)
 
@@ -89,5 +95,7 @@ def make_baseline(name: str, sim: BatchSim, seed: int = 0) -> BaselineAgent:
     if name not in BASELINES:
         raise ConfigError("agent", name, tuple(BASELINES))
     if sim.config.task != "pointnav":
-        raise ConfigError("task", sim.config.task, "'pointnav' (the baseline agents navigate to a point goal)")
+        raise ConfigError(
+            "task", sim.config.task, "'pointnav' (the baseline agents navigate to a point goal)"
+        )
     return BASELINES[name](sim, seed)

@@ -8,10 +8,11 @@ from navzoo.errors import NavzooError
 
 def build_parser() -> argparse.ArgumentParser:
     from navzoo import eval_cli, sim_cli
+    from navzoo.hub import convert
 
     parser = argparse.ArgumentParser(prog="navzoo", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (eval_cli, sim_cli):
+    for module in (eval_cli, sim_cli, convert):
         module.register(subparsers)
     return parser
 

@@ -38,4 +38,4 @@ class UnsafeCheckpointError(NavzooError, ValueError):
 
 
 class ObservationError(NavzooError, ValueError):
-    """Observations, recurrent state, actions or masks passed to a policy have the wrong keys, shape or dtype."""
+    """Observations, recurrent state, actions or masks given to a policy have a wrong key, shape or dtype."""

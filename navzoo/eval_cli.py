@@ -11,12 +11,19 @@ from navzoo.topdown import save_png
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("eval", help="evaluate agents on PointGoal episodes",
-                                   description="Evaluate agents on the fixed PointGoal episodes of a split: "
-                                               "prints Success and SPL with 95%% confidence intervals, writes "
-                                               "eval.json and a top-down map of one episode per agent.")
-    parser.add_argument("agents", nargs="*", default=list(BASELINES),
-                        help=f"agents to evaluate: {', '.join(BASELINES)} (default: all of them)")
+    parser = subparsers.add_parser(
+        "eval",
+        help="evaluate agents on PointGoal episodes",
+        description="Evaluate agents on the fixed PointGoal episodes of a split: "
+        "prints Success and SPL with 95%% confidence intervals, writes "
+        "eval.json and a top-down map of one episode per agent.",
+    )
+    parser.add_argument(
+        "agents",
+        nargs="*",
+        default=list(BASELINES),
+        help=f"agents to evaluate: {', '.join(BASELINES)} (default: all of them)",
+    )
     parser.add_argument("--episodes", type=int, default=96, help="number of episodes (default 96)")
     parser.add_argument("--out", default="runs/eval", help="output folder (default runs/eval)")
     parser.add_argument("--map-episode", type=int, default=0, help="episode drawn on the maps (default 0)")
@@ -39,7 +46,9 @@ def _run(args) -> None:
         save_png(episode_map(sim, shown), out / f"map-{name}.png")
     sim.close()
     (out / "eval.json").write_text(json.dumps(report, indent=2))
-    print(f"PointGoal, split {config.split}, {args.episodes} episodes, {config.resolution[0]}x"
-          f"{config.resolution[1]} {'+'.join(config.sensors) or 'blind'}")
+    print(
+        f"PointGoal, split {config.split}, {args.episodes} episodes, {config.resolution[0]}x"
+        f"{config.resolution[1]} {'+'.join(config.sensors) or 'blind'}"
+    )
     print(format_table(summaries))
     print(f"\nwrote {out / 'eval.json'} and maps {out}/map-<agent>.png (episode {args.map_episode})")

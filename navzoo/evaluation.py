@@ -5,6 +5,7 @@ just begun (for recurrent agents to clear their state). Episodes 0..E-1 of the s
 once, whichever environment ran them.
 """
 
+import itertools
 import math
 from dataclasses import asdict, dataclass
 
@@ -49,7 +50,7 @@ def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> 
         raise ConfigError("episodes", num_episodes, f"1 .. {len(sim.episodes)} (episodes in this set)")
     n, limit, dev = sim.num_envs, sim.config.max_episode_steps, sim.device
     envs = torch.arange(n, device=dev)
-    obs = sim.reset()
+    obs = sim.reset(seed=sim.config.seed)  # reseeding restarts the episode order at episode 0
     # Per-environment trajectory buffers, indexed by the step within the running episode.
     positions = torch.zeros(limit + 1, n, 2, device=dev)
     headings = torch.zeros(limit + 1, n, device=dev)
@@ -116,16 +117,24 @@ def summarize(results: list[EpisodeResult]) -> dict:
     success, success_ci = mean_ci([r.success for r in results])
     spl, spl_ci = mean_ci([r.spl for r in results])
     by_distance = []
-    for lo, hi in zip(DISTANCE_BINS[:-1], DISTANCE_BINS[1:], strict=True):
+    for lo, hi in itertools.pairwise(DISTANCE_BINS):
         chosen = [r for r in results if lo <= r.geodesic_distance < hi]
         if chosen:
-            by_distance.append({"min_geodesic": lo, "max_geodesic": hi, "episodes": len(chosen),
-                                "success": mean_ci([r.success for r in chosen])[0],
-                                "spl": mean_ci([r.spl for r in chosen])[0]})
+            by_distance.append(
+                {
+                    "min_geodesic": lo,
+                    "max_geodesic": hi,
+                    "episodes": len(chosen),
+                    "success": mean_ci([r.success for r in chosen])[0],
+                    "spl": mean_ci([r.spl for r in chosen])[0],
+                }
+            )
     return {
         "episodes": len(results),
-        "success": success, "success_ci95": success_ci,
-        "spl": spl, "spl_ci95": spl_ci,
+        "success": success,
+        "success_ci95": success_ci,
+        "spl": spl,
+        "spl_ci95": spl_ci,
         "distance_to_goal": float(np.mean([r.distance_to_goal for r in results])),
         "path_length": float(np.mean([r.path_length for r in results])),
         "collisions": float(np.mean([r.collisions for r in results])),
@@ -136,12 +145,16 @@ def summarize(results: list[EpisodeResult]) -> dict:
 
 def format_table(summaries: dict[str, dict]) -> str:
     """A plain-text table, one row per agent."""
-    header = f"{'agent':<16} {'episodes':>8} {'success':>15} {'SPL':>15} {'dist-to-goal':>12} {'collisions':>10}"
+    header = (
+        f"{'agent':<16} {'episodes':>8} {'success':>15} {'SPL':>15} {'dist-to-goal':>12} {'collisions':>10}"
+    )
     lines = [header, "-" * len(header)]
     for name, s in summaries.items():
-        lines.append(f"{name:<16} {s['episodes']:>8d} {s['success']:>8.3f} ±{s['success_ci95']:.3f}"
-                     f" {s['spl']:>8.3f} ±{s['spl_ci95']:.3f} {s['distance_to_goal']:>12.2f}"
-                     f" {s['collisions']:>10.1f}")
+        lines.append(
+            f"{name:<16} {s['episodes']:>8d} {s['success']:>8.3f} ±{s['success_ci95']:.3f}"
+            f" {s['spl']:>8.3f} ±{s['spl_ci95']:.3f} {s['distance_to_goal']:>12.2f}"
+            f" {s['collisions']:>10.1f}"
+        )
     return "\n".join(lines)
 
 
@@ -153,5 +166,13 @@ def episode_map(sim: BatchSim, result: EpisodeResult, cell_pixels: int = 8) -> n
     field = sim.pool.fields[int(table["field"][result.episode_index]), :rows, :cols].cpu().numpy()
     episode = sim.episodes[result.episode_index]
     path = shortest_path(assets.nav, field, episode.start)
-    return draw_topdown(assets.scene, assets.nav, result.positions, episode.goal, path, result.headings,
-                        cell_pixels=cell_pixels, success_radius=sim.config.success_distance)
+    return draw_topdown(
+        assets.scene,
+        assets.nav,
+        result.positions,
+        episode.goal,
+        path,
+        result.headings,
+        cell_pixels=cell_pixels,
+        success_radius=sim.config.success_distance,
+    )

@@ -17,8 +17,12 @@ SHORTEST_PATH = (40, 170, 80)
 START = (40, 90, 220)
 GOAL = (220, 50, 50)
 
-_NEIGHBOURS = [(dr, dc) for dr in (-2, -1, 0, 1, 2) for dc in (-2, -1, 0, 1, 2)
-               if (dr, dc) != (0, 0) and max(abs(dr), abs(dc)) == 1 or {abs(dr), abs(dc)} == {1, 2}]
+_NEIGHBOURS = [
+    (dr, dc)
+    for dr in (-2, -1, 0, 1, 2)
+    for dc in (-2, -1, 0, 1, 2)
+    if ((dr, dc) != (0, 0) and max(abs(dr), abs(dc)) == 1) or {abs(dr), abs(dc)} == {1, 2}
+]
 
 
 def shortest_path(nav: NavGrid, field: np.ndarray, start_xy) -> np.ndarray:
@@ -39,8 +43,16 @@ def shortest_path(nav: NavGrid, field: np.ndarray, start_xy) -> np.ndarray:
     return np.asarray(points)
 
 
-def draw_topdown(scene: Scene, nav: NavGrid | None = None, trajectory=None, goal=None, path=None,
-                 headings=None, cell_pixels: int = 6, success_radius: float = 0.2) -> np.ndarray:
+def draw_topdown(
+    scene: Scene,
+    nav: NavGrid | None = None,
+    trajectory=None,
+    goal=None,
+    path=None,
+    headings=None,
+    cell_pixels: int = 6,
+    success_radius: float = 0.2,
+) -> np.ndarray:
     """An RGB uint8 image [H, W, 3] of the scene from above, +y up, `cell_pixels` pixels per scene cell.
 
     trajectory: agent positions [T, 2] (coloured from dark to bright with time); goal: (x, y);

@@ -301,6 +301,7 @@ def load(
     Hub files go through huggingface_hub's cache (`cache_dir`, `revision`, `local_files_only`;
     HF_HUB_OFFLINE=1 works from the cache alone).
     """
+    # Imported here: navzoo.hub reads navzoo.__version__, which is not set while `import navzoo` runs.
     from navzoo.hub.resolve import hub_folder
     from navzoo.hub.weights import load_pretrained
 
@@ -312,6 +313,11 @@ def load(
         return load_pretrained(hub_folder(repo_id, **hub), device=device)
     if Path(name).is_dir():
         return load_pretrained(Path(name), device=device)
+    if Path(name).is_file():
+        raise UnknownModelError(
+            f"{text!r} is a file; navzoo loads folders with config.json and model.safetensors. Convert a "
+            f"habitat-baselines checkpoint first: `navzoo convert {text} <folder>`"
+        )
     if text not in _REGISTRY and (isinstance(name, Path) or "/" in text or text.startswith(".")):
         raise UnknownModelError(
             f"{text!r} is not an existing folder; pass a folder with config.json and model.safetensors"

@@ -33,8 +33,15 @@ def render_depth(heights: np.ndarray, pos, heading: float, size: int = 16, hfov:
     """Metric z-depth [H, W] (top row first) seen from `pos` facing `heading` in a hand-built scene."""
     scene = Scene.from_arrays(heights, CEILING)
     camera = Camera(size, size, hfov, 30.0, torch.device("cpu"))
-    hits, _ = cast(atlas_of(scene), camera, torch.zeros(1, dtype=torch.long),
-                   torch.tensor([pos], dtype=torch.float32), torch.tensor([heading]), EYE, False)
+    hits, _ = cast(
+        atlas_of(scene),
+        camera,
+        torch.zeros(1, dtype=torch.long),
+        torch.tensor([pos], dtype=torch.float32),
+        torch.tensor([heading]),
+        EYE,
+        False,
+    )
     return hits.z[0].T.flip(0).numpy()
 
 

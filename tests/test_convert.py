@@ -8,17 +8,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_models_habitat import load_reference, randomize_, reference_forward
+
+import navzoo
+from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
 from navzoo.hub.convert import (
+    convert_habitat_checkpoint,
     export_habitat_checkpoint,
     habitat_to_policy,
     infer_config,
     read_habitat_checkpoint,
     register,
 )
-from test_models_habitat import load_reference, randomize_, reference_forward
-
-import navzoo
-from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
 from navzoo.models import GOAL_SENSOR, HABITAT_BACKBONES, PointNavPolicy, PolicyConfig
 
 
@@ -96,7 +97,7 @@ def cli(*argv: str) -> int:
     parser = argparse.ArgumentParser(prog="navzoo")
     register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args([str(a) for a in argv])
-    return args.func(args)
+    return args.run(args)
 
 
 def outputs(policy: PointNavPolicy, seed: int = 0):
@@ -131,7 +132,8 @@ def test_released_checkpoint_converts_loads_strictly_and_round_trips(ref, tmp_pa
     backbone, sensors, hidden, zoo_name = RELEASED[filename]
     checkpoint = released_checkpoint(ref, backbone, sensors, hidden)
     src = tmp_path / filename
-    torch.save(checkpoint, src)
+    # Files saved before torch 1.6 (as the 2020 release may be) use the legacy non-zip format: read both.
+    torch.save(checkpoint, src, _use_new_zipfile_serialization=backbone is not None)
 
     assert cli("convert", src, tmp_path / "converted") == 0
     policy = navzoo.load(tmp_path / "converted")
@@ -193,7 +195,8 @@ def test_resolution_flag_and_default(ref, tmp_path):
 
 def test_model_flag_takes_the_architecture_from_the_zoo(ref, tmp_path):
     torch.save(released_checkpoint(ref, "resnet50"), tmp_path / "renamed.pth")
-    policy = habitat_to_policy(tmp_path / "renamed.pth", model="pointnav-resnet50")
+    convert_habitat_checkpoint(tmp_path / "renamed.pth", tmp_path / "out", model="pointnav-resnet50")
+    policy = navzoo.load(tmp_path / "out")
     assert policy.name == "pointnav-resnet50"
     assert policy.provenance["original_file"] == "gibson-2plus-resnet50.pth"
     with pytest.raises(

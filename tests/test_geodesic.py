@@ -31,7 +31,11 @@ def test_distance_around_a_wall_equals_the_shortest_path():
     field = nav.distance_field(*nav.cell_of(goal))
     # The path bends round the wall's end: it must clear the corners (3.0, 4.0) and (3.25, 4.0) by the radius.
     corner_a, corner_b = np.array([3.0 - 0.1, 4.0 + 0.1]), np.array([3.25 + 0.1, 4.0 + 0.1])
-    exact = np.linalg.norm(corner_a - start) + np.linalg.norm(corner_b - corner_a) + np.linalg.norm(goal - corner_b)
+    exact = (
+        np.linalg.norm(corner_a - start)
+        + np.linalg.norm(corner_b - corner_a)
+        + np.linalg.norm(goal - corner_b)
+    )
     got = field[nav.cell_of(start)]
     assert math.isclose(got, exact, rel_tol=RELATIVE, abs_tol=ABSOLUTE), (got, exact)
     assert got > np.linalg.norm(goal - start) + 3.0  # far longer than the straight line through the wall
@@ -44,7 +48,9 @@ def test_geodesic_is_never_below_euclidean_in_generated_scenes():
         rng = np.random.default_rng(0)
         source = cells[rng.integers(len(cells))]
         field = nav.distance_field(*source)
-        euclid = np.linalg.norm(nav.cell_centres(cells[:, 0], cells[:, 1]) - nav.cell_centres(*source), axis=1)
+        euclid = np.linalg.norm(
+            nav.cell_centres(cells[:, 0], cells[:, 1]) - nav.cell_centres(*source), axis=1
+        )
         assert (field[cells[:, 0], cells[:, 1]] >= euclid - 1e-4).all()
         assert np.isfinite(field[nav.island]).all()
         assert np.isinf(field[~nav.passable]).all()

@@ -15,8 +15,14 @@ RADIUS = 0.1
 def _move(heights, pos, delta):
     h = torch.from_numpy(heights)[None]
     slots = torch.zeros(len(pos), dtype=torch.long)
-    return move(h, 0.25, slots, torch.tensor(pos, dtype=torch.float32), torch.tensor(delta, dtype=torch.float32),
-                RADIUS)
+    return move(
+        h,
+        0.25,
+        slots,
+        torch.tensor(pos, dtype=torch.float32),
+        torch.tensor(delta, dtype=torch.float32),
+        RADIUS,
+    )
 
 
 def test_moving_into_a_wall_stops_at_contact(room):

@@ -27,8 +27,10 @@ def test_oracle_reaches_near_perfect_success_and_spl_on_val(val_sim):
 
 
 def test_baselines_are_ordered_as_in_ddppo_table_2(val_sim):
-    spl = {name: summarize(evaluate(val_sim, make_baseline(name, val_sim), 64, progress=False))["spl"]
-           for name in ("random", "forward-only", "goal-follower")}
+    spl = {
+        name: summarize(evaluate(val_sim, make_baseline(name, val_sim), 64, progress=False))["spl"]
+        for name in ("random", "forward-only", "goal-follower")
+    }
     assert spl["random"] < 0.1 and spl["forward-only"] < 0.1
     assert spl["goal-follower"] >= spl["forward-only"]
 
@@ -110,10 +112,10 @@ def test_explore_rewards_newly_visited_one_metre_cells():
     sim.reset()
     total = torch.zeros(8)
     for _ in range(40):
-        _, reward, done, info = sim.step(torch.full((8,), MOVE_FORWARD))
+        _, reward, _, _ = sim.step(torch.full((8,), MOVE_FORWARD))
         assert set(reward.unique().tolist()) <= {0.0, 0.25}
         total += reward
     # 0.25 per cell entered after the first one, so the count of visited cells is 1 + total / 0.25
     assert torch.allclose(sim.visited.flatten(1).sum(1).float(), 1 + total / 0.25)
-    _, _, done, info = sim.step(torch.full((8,), STOP))
+    _, _, _done, info = sim.step(torch.full((8,), STOP))
     assert torch.allclose(info["episode"]["visited_cells"], 1 + total / 0.25)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, save_pretrained
 
 import navzoo
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError, WeightsNotAvailableError
+from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, save_pretrained
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
 from navzoo.zoo import model_entry
 
@@ -133,6 +133,8 @@ def test_unknown_names_and_architectures_without_weights():
         navzoo.load("completely-different")
     with pytest.raises(UnknownModelError, match="not an existing folder"):
         navzoo.load("./no/such/folder")
+    with pytest.raises(UnknownModelError, match="navzoo convert"):
+        navzoo.load(Path(__file__))
     with pytest.raises(
         UnknownModelError, match=r"without released weights.*create_model\('bps-se-resnet9'\)"
     ):

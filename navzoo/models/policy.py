@@ -158,7 +158,11 @@ class PointNavPolicy(nn.Module):
         """One step ([N] masks) or a sequence ([T, N] masks, observations [T, N, ...]); differentiable."""
         self.check_inputs(observations, hidden, prev_actions, masks)
         lead = masks.shape
-        flat = {k: v.flatten(0, len(lead) - 1) for k, v in observations.items()}
+        used = (
+            *self.config.sensors,
+            VISUAL_FEATURES_KEY,
+        )  # other entries of the simulator's dict are ignored
+        flat = {k: v.flatten(0, len(lead) - 1) for k, v in observations.items() if k in used}
         features, hidden = self.net(
             flat, hidden, prev_actions.long().view(-1, lead[-1]), masks.view(-1, lead[-1])
         )
@@ -247,7 +251,7 @@ class PointNavPolicy(nn.Module):
         if (
             not isinstance(prev_actions, torch.Tensor)
             or prev_actions.is_floating_point()
-            or (tuple(prev_actions.shape) != lead)
+            or tuple(prev_actions.shape) != lead
         ):
             raise ObservationError(
                 f"prev_actions must be an integer tensor of shape {lead}; got {_describe(prev_actions)}"

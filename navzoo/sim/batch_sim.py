@@ -35,8 +35,14 @@ class BatchSim:
         if episodes is None and config.episodes_file is not None:
             episodes = load_episodes(config.episodes_file)
         if episodes is None and config.split != "train":
-            episodes = split_episodes(config.split, config.scene_families, config.episodes_per_scene,
-                                      config.agent_radius, config.min_geodesic, config.max_geodesic)
+            episodes = split_episodes(
+                config.split,
+                config.scene_families,
+                config.episodes_per_scene,
+                config.agent_radius,
+                config.min_geodesic,
+                config.max_geodesic,
+            )
         self.pool = ScenePool(config, dev, episodes)
         self.episodes = episodes  # the fixed episode list, or None for freshly sampled training episodes
         self.fixed = episodes is not None
@@ -63,8 +69,10 @@ class BatchSim:
         if config.task == "explore":
             rows, cols = self.pool.atlas.heights.shape[1:]
             size = self.pool.cell_size
-            self.visit_shape = (math.ceil(rows * size / config.explore_cell_size),
-                                math.ceil(cols * size / config.explore_cell_size))
+            self.visit_shape = (
+                math.ceil(rows * size / config.explore_cell_size),
+                math.ceil(cols * size / config.explore_cell_size),
+            )
             self.visited = torch.zeros(n, *self.visit_shape, dtype=torch.bool, device=dev)
         self.seed(config.seed)
 
@@ -99,8 +107,9 @@ class BatchSim:
         delta = torch.stack([torch.cos(self.heading), torch.sin(self.heading)], 1) * cfg.forward_step
         delta = delta * forward[:, None]
         old = self.pos
-        self.pos, collided = move(self.pool.atlas.heights, self.pool.cell_size, self.slot, self.pos, delta,
-                                  cfg.agent_radius)
+        self.pos, collided = move(
+            self.pool.atlas.heights, self.pool.cell_size, self.slot, self.pos, delta, cfg.agent_radius
+        )
         collided &= forward
         self.collisions += collided.long()
         self.path_length += (self.pos - old).norm(dim=1)
@@ -127,16 +136,26 @@ class BatchSim:
         obs = {}
         if cfg.sensors:
             want_rgb = "rgb" in cfg.sensors
-            hits, extra = render.cast(self.pool.atlas, self.camera, self.slot[idx], self.pos[idx],
-                                      self.heading[idx], cfg.sensor_height, with_surfaces=want_rgb)
+            hits, extra = render.cast(
+                self.pool.atlas,
+                self.camera,
+                self.slot[idx],
+                self.pos[idx],
+                self.heading[idx],
+                cfg.sensor_height,
+                with_surfaces=want_rgb,
+            )
             if "depth" in cfg.sensors:
                 z = hits.z.permute(0, 2, 1).flip(1)  # [N, H, W], top row first
-                depth = (z.clamp(cfg.min_depth, cfg.max_depth) - cfg.min_depth) / (cfg.max_depth - cfg.min_depth)
+                depth = (z.clamp(cfg.min_depth, cfg.max_depth) - cfg.min_depth) / (
+                    cfg.max_depth - cfg.min_depth
+                )
                 obs["depth"] = depth[..., None]
             if want_rgb:
                 n = self.pos[idx].shape[0]
-                obs["rgb"] = render.shade(hits, *extra, self.pool.materials, n, self.camera.width,
-                                          self.camera.height)
+                obs["rgb"] = render.shade(
+                    hits, *extra, self.pool.materials, n, self.camera.width, self.camera.height
+                )
         if cfg.task == "pointnav":
             obs["pointgoal_with_gps_compass"] = self._pointgoal(idx)
         return obs
@@ -209,8 +228,12 @@ class BatchSim:
             success = stop & (self.geodesic <= cfg.success_distance)
             spl = success.float() * self.start_geodesic / torch.maximum(self.start_geodesic, self.path_length)
             reward = reward + 2.5 * spl  # DD-PPO's terminal reward (SPL is 0 unless the episode ends here)
-            return reward, {"success": success.float(), "spl": spl, "distance_to_goal": self.geodesic.clone(),
-                            "geodesic_distance": self.start_geodesic.clone()}
+            return reward, {
+                "success": success.float(),
+                "spl": spl,
+                "distance_to_goal": self.geodesic.clone(),
+                "geodesic_distance": self.start_geodesic.clone(),
+            }
         if cfg.task == "flee":
             previous = self.geodesic
             current = self._lookup(self.field, self.pos)
@@ -249,7 +272,7 @@ class BatchSim:
         return torch.stack([rel.norm(dim=1), torch.atan2(-left, forward)], 1)
 
     def _lookup(self, field: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
-        """Geodesic distance at continuous points: the best 3x3 neighbouring cell centre plus the hop to it."""
+        """Geodesic distance at continuous points: best of the 3x3 neighbouring cell centres plus the hop."""
         _, rows, cols = self.pool.fields.shape
         size = self.pool.nav_cell
         row = torch.floor(points[:, 1] / size).long()
@@ -258,14 +281,18 @@ class BatchSim:
         r = (row[:, None, None] + offsets[None, :, None]).clamp(0, rows - 1)
         c = (col[:, None, None] + offsets[None, None, :]).clamp(0, cols - 1)
         values = self.pool.fields.reshape(-1)[(field[:, None, None] * rows + r) * cols + c]
-        hop = torch.hypot((c + 0.5) * size - points[:, 0, None, None], (r + 0.5) * size - points[:, 1, None, None])
+        hop = torch.hypot(
+            (c + 0.5) * size - points[:, 0, None, None], (r + 0.5) * size - points[:, 1, None, None]
+        )
         return (values + hop).flatten(1).min(1).values
 
     def _check_actions(self, actions) -> torch.Tensor:
         actions = torch.as_tensor(actions, device=self.device)
         if actions.shape != (self.num_envs,) or actions.dtype.is_floating_point:
-            raise NavzooError(f"actions must be an integer tensor of shape ({self.num_envs},), got "
-                              f"{tuple(actions.shape)} {actions.dtype}; pass one action id per environment")
+            raise NavzooError(
+                f"actions must be an integer tensor of shape ({self.num_envs},), got "
+                f"{tuple(actions.shape)} {actions.dtype}; pass one action id per environment"
+            )
         actions = actions.long()
         if bool(((actions < 0) | (actions > 3)).any()):
             raise NavzooError("actions must be 0 (stop), 1 (move_forward), 2 (turn_left) or 3 (turn_right)")
@@ -274,8 +301,9 @@ class BatchSim:
     def is_navigable(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
         """Whether the agent's disc fits at each point [M, 2] in the scene of each listed env."""
         idx = slice(None) if envs is None else envs
-        return disc_free(self.pool.atlas.heights, self.pool.cell_size, self.slot[idx], points,
-                         self.config.agent_radius)
+        return disc_free(
+            self.pool.atlas.heights, self.pool.cell_size, self.slot[idx], points, self.config.agent_radius
+        )
 
 
 def _wrap(angle: torch.Tensor) -> torch.Tensor:

@@ -74,7 +74,9 @@ class SimConfig:
         if not 0 < self.agent_radius < 0.5:
             raise ConfigError("agent_radius", self.agent_radius, "metres in (0, 0.5)")
         if not self.sensor_height <= self.agent_height:
-            raise ConfigError("agent_height", self.agent_height, f"at least sensor_height={self.sensor_height}")
+            raise ConfigError(
+                "agent_height", self.agent_height, f"at least sensor_height={self.sensor_height}"
+            )
         for name in ("forward_step", "turn_angle", "success_distance", "explore_cell_size"):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, getattr(self, name), "a positive number")
@@ -83,11 +85,15 @@ class SimConfig:
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(name, value, "a positive integer")
         if not self.scene_families:
-            raise ConfigError("scene_families", self.scene_families, "a non-empty tuple of " + str(SCENE_FAMILIES))
+            raise ConfigError(
+                "scene_families", self.scene_families, "a non-empty tuple of " + str(SCENE_FAMILIES)
+            )
         for family in self.scene_families:
             _one_of("scene_families", family, SCENE_FAMILIES)
         if not 0 < self.min_geodesic < self.max_geodesic:
-            raise ConfigError("min_geodesic", self.min_geodesic, f"metres in (0, max_geodesic={self.max_geodesic})")
+            raise ConfigError(
+                "min_geodesic", self.min_geodesic, f"metres in (0, max_geodesic={self.max_geodesic})"
+            )
         _check_device(self.device)
 
     def replace(self, **changes) -> "SimConfig":
@@ -98,7 +104,9 @@ class SimConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
-            raise ConfigError(unknown[0], values[unknown[0]], "fields of SimConfig: " + ", ".join(sorted(known)))
+            raise ConfigError(
+                unknown[0], values[unknown[0]], "fields of SimConfig: " + ", ".join(sorted(known))
+            )
         return cls(**values)
 
 

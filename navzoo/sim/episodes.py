@@ -49,15 +49,18 @@ class SceneAssets:
     starts: np.ndarray  # int64 [A, STARTS_PER_ANCHOR, 2] PointGoal start cells for each anchor goal
 
 
-def build_assets(scene: Scene, agent_radius: float, min_geodesic: float, max_geodesic: float,
-                 seed: int) -> SceneAssets:
+def build_assets(
+    scene: Scene, agent_radius: float, min_geodesic: float, max_geodesic: float, seed: int
+) -> SceneAssets:
     """Anchors, their fields and start cells for a scene; EpisodeError if no episode fits in it."""
     nav = NavGrid(scene, agent_radius)
     rng = np.random.default_rng(stable_seed("anchors", scene.scene_id, seed))
     island = np.argwhere(nav.island)
     if len(island) < 2:
-        raise EpisodeError(f"scene {scene.scene_id} has no navigable area for an agent of radius {agent_radius} m;"
-                           " use a smaller agent_radius or another scene")
+        raise EpisodeError(
+            f"scene {scene.scene_id} has no navigable area for an agent of radius {agent_radius} m;"
+            " use a smaller agent_radius or another scene"
+        )
     anchors, fields, starts = [], [], []
     # Try more candidate anchors than needed: an anchor in a small dead end may have no start in range.
     for index in rng.permutation(len(island))[: ANCHORS_PER_SCENE * 4]:
@@ -72,13 +75,18 @@ def build_assets(scene: Scene, agent_radius: float, min_geodesic: float, max_geo
         if len(anchors) == ANCHORS_PER_SCENE:
             break
     if not anchors:
-        raise EpisodeError(f"scene {scene.scene_id} has no start/goal pair with a geodesic distance in "
-                           f"[{min_geodesic}, {max_geodesic}] m; widen min_geodesic/max_geodesic")
-    return SceneAssets(scene, nav, np.asarray(anchors, dtype=np.int64), np.stack(fields),
-                       np.stack(starts).astype(np.int64))
+        raise EpisodeError(
+            f"scene {scene.scene_id} has no start/goal pair with a geodesic distance in "
+            f"[{min_geodesic}, {max_geodesic}] m; widen min_geodesic/max_geodesic"
+        )
+    return SceneAssets(
+        scene, nav, np.asarray(anchors, dtype=np.int64), np.stack(fields), np.stack(starts).astype(np.int64)
+    )
 
 
-def _sample_starts(nav: NavGrid, field: np.ndarray, goal_cell, lo: float, hi: float, rng) -> np.ndarray | None:
+def _sample_starts(
+    nav: NavGrid, field: np.ndarray, goal_cell, lo: float, hi: float, rng
+) -> np.ndarray | None:
     in_range = nav.island & (field >= lo) & (field <= hi)
     cells = np.argwhere(in_range)
     if len(cells) == 0:
@@ -105,20 +113,28 @@ def generate_episodes(assets: SceneAssets, count: int, seed: int = 0) -> list[Ep
         start_cell = assets.starts[anchor, rng.integers(STARTS_PER_ANCHOR)]
         goal_cell = assets.anchors[anchor]
         start, goal = assets.nav.cell_centres(*start_cell), assets.nav.cell_centres(*goal_cell)
-        episodes.append(Episode(
-            episode_id=f"{assets.scene.scene_id}#{k}",
-            scene_id=assets.scene.scene_id,
-            start=(float(start[0]), float(start[1])),
-            heading=float(rng.uniform(-math.pi, math.pi)),
-            goal=(float(goal[0]), float(goal[1])),
-            geodesic_distance=float(assets.fields[anchor][tuple(start_cell)]),
-            euclidean_distance=float(np.hypot(*(goal - start))),
-        ))
+        episodes.append(
+            Episode(
+                episode_id=f"{assets.scene.scene_id}#{k}",
+                scene_id=assets.scene.scene_id,
+                start=(float(start[0]), float(start[1])),
+                heading=float(rng.uniform(-math.pi, math.pi)),
+                goal=(float(goal[0]), float(goal[1])),
+                geodesic_distance=float(assets.fields[anchor][tuple(start_cell)]),
+                euclidean_distance=float(np.hypot(*(goal - start))),
+            )
+        )
     return episodes
 
 
-def split_episodes(split: str, families: tuple[str, ...], per_scene: int, agent_radius: float,
-                   min_geodesic: float, max_geodesic: float) -> list[Episode]:
+def split_episodes(
+    split: str,
+    families: tuple[str, ...],
+    per_scene: int,
+    agent_radius: float,
+    min_geodesic: float,
+    max_geodesic: float,
+) -> list[Episode]:
     """The fixed episode set of the val or test split (train uses freshly sampled episodes)."""
     episodes = []
     for sid in split_scene_ids(split, families):
@@ -153,16 +169,24 @@ def quaternion_to_heading(q) -> float:
 
 def save_episodes(episodes: list[Episode], path: str | Path) -> None:
     """Write episodes as a habitat-lab PointNav dataset (.json or .json.gz)."""
-    data = {"episodes": [{
-        "episode_id": ep.episode_id,
-        "scene_id": ep.scene_id,
-        "start_position": to_habitat_position(ep.start),
-        "start_rotation": heading_to_quaternion(ep.heading),
-        "info": {"geodesic_distance": ep.geodesic_distance, "euclidean_distance": ep.euclidean_distance},
-        "goals": [{"position": to_habitat_position(ep.goal), "radius": None}],
-        "shortest_paths": None,
-        "start_room": None,
-    } for ep in episodes]}
+    data = {
+        "episodes": [
+            {
+                "episode_id": ep.episode_id,
+                "scene_id": ep.scene_id,
+                "start_position": to_habitat_position(ep.start),
+                "start_rotation": heading_to_quaternion(ep.heading),
+                "info": {
+                    "geodesic_distance": ep.geodesic_distance,
+                    "euclidean_distance": ep.euclidean_distance,
+                },
+                "goals": [{"position": to_habitat_position(ep.goal), "radius": None}],
+                "shortest_paths": None,
+                "start_room": None,
+            }
+            for ep in episodes
+        ]
+    }
     path = Path(path)
     text = json.dumps(data)
     if path.suffix == ".gz":
@@ -181,19 +205,24 @@ def load_episodes(path: str | Path) -> list[Episode]:
         opener = gzip.open if path.suffix == ".gz" else open
         with opener(path, "rt") as f:
             data = json.load(f)
-        episodes = [Episode(
-            episode_id=str(raw["episode_id"]),
-            scene_id=raw["scene_id"],
-            start=from_habitat_position(raw["start_position"]),
-            heading=quaternion_to_heading(raw["start_rotation"]),
-            goal=from_habitat_position(raw["goals"][0]["position"]),
-            geodesic_distance=float(raw.get("info", {}).get("geodesic_distance", math.nan)),
-            euclidean_distance=float(raw.get("info", {}).get("euclidean_distance", math.nan)),
-        ) for raw in data["episodes"]]
+        episodes = [
+            Episode(
+                episode_id=str(raw["episode_id"]),
+                scene_id=raw["scene_id"],
+                start=from_habitat_position(raw["start_position"]),
+                heading=quaternion_to_heading(raw["start_rotation"]),
+                goal=from_habitat_position(raw["goals"][0]["position"]),
+                geodesic_distance=float(raw.get("info", {}).get("geodesic_distance", math.nan)),
+                euclidean_distance=float(raw.get("info", {}).get("euclidean_distance", math.nan)),
+            )
+            for raw in data["episodes"]
+        ]
     except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise EpisodeError(f"episode file {path} is not a habitat PointNav dataset ({exc!r}); expected "
-                           '{"episodes": [{"episode_id", "scene_id", "start_position", "start_rotation", '
-                           '"goals": [{"position"}]}, ...]}') from exc
+        raise EpisodeError(
+            f"episode file {path} is not a habitat PointNav dataset ({exc!r}); expected "
+            '{"episodes": [{"episode_id", "scene_id", "start_position", "start_rotation", '
+            '"goals": [{"position"}]}, ...]}'
+        ) from exc
     if not episodes:
         raise EpisodeError(f"episode file {path} holds no episodes")
     return episodes

@@ -6,6 +6,8 @@ env: the observation of a finished environment is the first of its next episode 
 Observations are numpy arrays with the BatchSim's keys, shapes and dtypes.
 """
 
+from typing import ClassVar
+
 import gymnasium as gym
 import numpy as np
 import torch
@@ -44,7 +46,7 @@ def _episode_info(info: dict, done: torch.Tensor) -> dict:
 
 
 class NavVectorEnv(VectorEnv):
-    metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
+    metadata: ClassVar[dict] = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": []}
 
     def __init__(self, config: SimConfig):
         self.sim = BatchSim(config)
@@ -90,7 +92,7 @@ def _final_observations(sim: BatchSim, info: dict, done: torch.Tensor) -> np.nda
 class NavEnv(gym.Env):
     """One environment: a BatchSim of size 1 behind the gymnasium.Env interface."""
 
-    metadata = {"render_modes": []}
+    metadata: ClassVar[dict] = {"render_modes": []}
 
     def __init__(self, config: SimConfig | None = None, **overrides):
         config = (config or SimConfig(resolution=(64, 64))).replace(num_envs=1, **overrides)

@@ -43,11 +43,15 @@ class NavGrid:
         heights = torch.from_numpy(scene.heights)[None]
         slots = torch.zeros(len(points), dtype=torch.long)
         # Where the agent may stand: its disc at the cell centre is clear.
-        self.free = disc_free(heights, scene.cell_size, slots, points, agent_radius).reshape(rows, cols).numpy()
+        self.free = (
+            disc_free(heights, scene.cell_size, slots, points, agent_radius).reshape(rows, cols).numpy()
+        )
         # Paths may pass cells whose centre is within half a cell of clear: otherwise every path would keep
         # up to half a cell more clearance than the agent needs, and detours would come out too long.
         path_radius = max(agent_radius - self.cell_size / 2, 0.0)
-        self.passable = disc_free(heights, scene.cell_size, slots, points, path_radius).reshape(rows, cols).numpy()
+        self.passable = (
+            disc_free(heights, scene.cell_size, slots, points, path_radius).reshape(rows, cols).numpy()
+        )
         self.graph = self._build_graph()
         _, labels = connected_components(self.graph, directed=False)
         labels = np.where(self.free.ravel(), labels, -1)
@@ -74,15 +78,16 @@ class NavGrid:
             # pair (r, c) -> (r + dr, c + dc) for every r, c where both ends are inside the grid
             r0, r1 = 0, rows - dr
             c0, c1 = max(0, -dc), cols - max(0, dc)
-            ok = free[r0:r1, c0:c1] & free[r0 + dr:r1 + dr, c0 + dc:c1 + dc]
+            ok = free[r0:r1, c0:c1] & free[r0 + dr : r1 + dr, c0 + dc : c1 + dc]
             for cr, cc in crossed:
-                ok &= free[r0 + cr:r1 + cr, c0 + cc:c1 + cc]
+                ok &= free[r0 + cr : r1 + cr, c0 + cc : c1 + cc]
             sources.append(index[r0:r1, c0:c1][ok])
-            targets.append(index[r0 + dr:r1 + dr, c0 + dc:c1 + dc][ok])
+            targets.append(index[r0 + dr : r1 + dr, c0 + dc : c1 + dc][ok])
             weights.append(np.full(int(ok.sum()), np.hypot(dr, dc) * self.cell_size))
         n = rows * cols
-        graph = coo_matrix((np.concatenate(weights), (np.concatenate(sources), np.concatenate(targets))),
-                           shape=(n, n))
+        graph = coo_matrix(
+            (np.concatenate(weights), (np.concatenate(sources), np.concatenate(targets))), shape=(n, n)
+        )
         return graph.tocsr()
 
     def distance_field(self, row: int, col: int) -> np.ndarray:

@@ -16,7 +16,7 @@ TOLERANCE = 1e-4
 def disc_free(heights: torch.Tensor, cell_size: float, slots, points, radius: float) -> torch.Tensor:
     """True where a disc of `radius` at `points` [M, 2] in scene `slots` [M] touches no solid cell."""
     _, rows, cols = heights.shape
-    reach = int(math.ceil(radius / cell_size))
+    reach = math.ceil(radius / cell_size)
     x, y = points[:, 0], points[:, 1]
     col0 = torch.floor(x / cell_size).long()
     row0 = torch.floor(y / cell_size).long()
@@ -26,8 +26,12 @@ def disc_free(heights: torch.Tensor, cell_size: float, slots, points, radius: fl
     inside = (r >= 0) & (r < rows) & (c >= 0) & (c < cols)
     flat = (slots[:, None, None] * rows + r.clamp(0, rows - 1)) * cols + c.clamp(0, cols - 1)
     solid = ~inside | (heights.reshape(-1)[flat] > 0)
-    gap_x = torch.maximum(c * cell_size - x[:, None, None], x[:, None, None] - (c + 1) * cell_size).clamp_min(0)
-    gap_y = torch.maximum(r * cell_size - y[:, None, None], y[:, None, None] - (r + 1) * cell_size).clamp_min(0)
+    gap_x = torch.maximum(c * cell_size - x[:, None, None], x[:, None, None] - (c + 1) * cell_size).clamp_min(
+        0
+    )
+    gap_y = torch.maximum(r * cell_size - y[:, None, None], y[:, None, None] - (r + 1) * cell_size).clamp_min(
+        0
+    )
     touching = solid & (gap_x**2 + gap_y**2 < (radius - TOLERANCE) ** 2)
     return ~touching.flatten(1).any(1)
 
@@ -54,11 +58,14 @@ def _clearance(heights, cell_size: float, slots, pos, axis: int, sign, radius: f
     solid cell. Contact with a cell is at its face (lateral offset 0) or its corner (offset < radius)."""
     _, rows, cols = heights.shape
     along, across = pos[:, axis], pos[:, 1 - axis]
-    ahead = int(math.ceil((float(wanted.max()) + radius) / cell_size)) + 1
-    side = int(math.ceil(radius / cell_size))
+    ahead = math.ceil((float(wanted.max()) + radius) / cell_size) + 1
+    side = math.ceil(radius / cell_size)
     steps = torch.arange(0, ahead + 1, device=pos.device)
     lateral = torch.arange(-side, side + 1, device=pos.device)
-    a_cell = torch.floor(along / cell_size).long()[:, None, None] + sign.long()[:, None, None] * steps[None, :, None]
+    a_cell = (
+        torch.floor(along / cell_size).long()[:, None, None]
+        + sign.long()[:, None, None] * steps[None, :, None]
+    )
     c_cell = torch.floor(across / cell_size).long()[:, None, None] + lateral[None, None, :]
     a_cell, c_cell = torch.broadcast_tensors(a_cell, c_cell)
     r, c = (a_cell, c_cell) if axis == 1 else (c_cell, a_cell)
@@ -67,8 +74,9 @@ def _clearance(heights, cell_size: float, slots, pos, axis: int, sign, radius: f
     solid = ~inside | (heights.reshape(-1)[flat] > 0)
     near_face = torch.where(sign[:, None, None] > 0, a_cell, a_cell + 1) * cell_size
     gap = (near_face - along[:, None, None]) * sign[:, None, None]
-    offset = torch.maximum(c_cell * cell_size - across[:, None, None],
-                           across[:, None, None] - (c_cell + 1) * cell_size).clamp_min(0)
+    offset = torch.maximum(
+        c_cell * cell_size - across[:, None, None], across[:, None, None] - (c_cell + 1) * cell_size
+    ).clamp_min(0)
     reach = torch.sqrt((radius**2 - offset**2).clamp_min(0))
     touches = solid & (offset < radius - TOLERANCE) & (gap >= -TOLERANCE)
     contact = torch.where(touches, (gap - reach).clamp_min(0), math.inf)

@@ -50,8 +50,9 @@ class ScenePool:
         rows = math.ceil(max(f.depth[1] for f in families) / CELL_SIZE) + 1
         cols = math.ceil(max(f.width[1] for f in families) / CELL_SIZE) + 1
         self._allocate(rows, cols, fields=self.slots_count * ANCHORS_PER_SCENE, max_rooms=64)
-        self.starts = torch.zeros(self.slots_count, ANCHORS_PER_SCENE, STARTS_PER_ANCHOR, 2,
-                                  dtype=torch.long, device=self.device)
+        self.starts = torch.zeros(
+            self.slots_count, ANCHORS_PER_SCENE, STARTS_PER_ANCHOR, 2, dtype=torch.long, device=self.device
+        )
         self.anchors_xy = torch.zeros(self.slots_count, ANCHORS_PER_SCENE, 2, device=self.device)
         self.next_scene = 0
         for slot in range(self.slots_count):
@@ -116,7 +117,9 @@ class ScenePool:
             ceiling=torch.full((p,), 3.0, device=dev),
             cell_size=CELL_SIZE,
         )
-        self.fields = torch.full((fields, rows * NAV_SUBDIVISION, cols * NAV_SUBDIVISION), math.inf, device=dev)
+        self.fields = torch.full(
+            (fields, rows * NAV_SUBDIVISION, cols * NAV_SUBDIVISION), math.inf, device=dev
+        )
         self.field_max = torch.zeros(fields, device=dev)
 
     def _write_scene(self, slot: int, assets: SceneAssets) -> None:
@@ -130,7 +133,8 @@ class ScenePool:
         atlas.rooms[slot, :rows, :cols] = torch.from_numpy(scene.rooms.astype(np.int64))
         atlas.wall_materials[slot].zero_()
         atlas.wall_materials[slot, : len(scene.wall_materials)] = torch.from_numpy(
-            scene.wall_materials.astype(np.int64))
+            scene.wall_materials.astype(np.int64)
+        )
         atlas.ceiling[slot] = scene.ceiling_height
         self.assets[slot] = assets
 

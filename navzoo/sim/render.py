@@ -67,8 +67,8 @@ PASS_CELLS = (8, 20)
 
 
 def cast(atlas: SceneAtlas, camera: Camera, slots, pos, heading, eye_height: float, with_surfaces: bool):
-    """Depth (and what RGB shading needs) for agents at `pos` [N, 2] facing `heading` [N] in scenes `slots`."""
-    n, w = pos.shape[0], camera.width
+    """Depth (and what RGB shading needs) for agents at `pos` [N, 2] facing `heading` [N] in `slots`."""
+    n, w, h = pos.shape[0], camera.width, camera.height
     cell = atlas.cell_size
     angle = heading[:, None] - camera.column_angle[None, :]  # [N, W]
     rays = {
@@ -77,82 +77,118 @@ def cast(atlas: SceneAtlas, camera: Camera, slots, pos, heading, eye_height: flo
         "gx": (pos[:, 0:1] / cell).expand(n, w).reshape(-1),
         "gy": (pos[:, 1:2] / cell).expand(n, w).reshape(-1),
         "slot": slots.repeat_interleave(w),
-        "stretch": camera.stretch.repeat(n),
-        "slope": camera.slope.repeat(n, 1),
-        "inv_slope": camera.inv_slope.repeat(n, 1),
-        "inv_slope_up": camera.inv_slope_up.repeat(n, 1),
+        "column": torch.arange(w, device=pos.device).repeat(n),
     }
-    full = int(math.ceil(camera.max_range / cell)) + 2
+    full = math.ceil(camera.max_range / cell) + 2
     passes = [k for k in PASS_CELLS if k < full] + [full]
-    result = _cast_rays(atlas, camera, rays, passes[0], eye_height, with_surfaces)
-    for k in passes[1:]:
-        todo = torch.nonzero(~result["done"]).squeeze(1)
-        if len(todo) == 0:
+    result = {"t": torch.empty(n * w, h, device=pos.device)}
+    if with_surfaces:
+        result["kind"] = torch.empty(n * w, h, dtype=torch.long, device=pos.device)
+        result["surface"] = torch.empty(n * w, h, dtype=torch.long, device=pos.device)
+    pending = torch.arange(n * w, device=pos.device)
+    for k in passes:
+        subset = {key: v[pending] for key, v in rays.items()}
+        segments = _march(atlas, subset, k, eye_height, camera.max_range)
+        done = segments["done"] if k < passes[-1] else torch.ones_like(segments["done"])
+        # Each ray's pixels are resolved once, in the pass that found its wall.
+        finished = torch.nonzero(done).squeeze(1)
+        resolved = _resolve_pixels(
+            atlas,
+            camera,
+            {key: v[finished] for key, v in subset.items()},
+            {key: v[finished] for key, v in segments.items()},
+            eye_height,
+            with_surfaces,
+        )
+        for key, value in resolved.items():
+            result[key][pending[finished]] = value
+        pending = pending[~done]
+        if len(pending) == 0:
             break
-        more = _cast_rays(atlas, camera, {key: v[todo] for key, v in rays.items()}, k, eye_height, with_surfaces)
-        for key, value in more.items():
-            result[key][todo] = value
-    z = (result["t"] / rays["stretch"][:, None]).reshape(n, w, -1)
+    z = result["t"].view(n, w, h) / camera.stretch[:, None]
     if not with_surfaces:
         return Hits(z, result["t"], None), None
-    geometry = {"dx": rays["dx"], "dy": rays["dy"], "gx": rays["gx"] * cell, "gy": rays["gy"] * cell,
-                "slope": rays["slope"], "eye": eye_height}
-    return Hits(z, result["t"], result["kind"].reshape(n, w, -1)), (result["surface"], geometry)
+    geometry = {
+        "dx": rays["dx"],
+        "dy": rays["dy"],
+        "gx": rays["gx"] * cell,
+        "gy": rays["gy"] * cell,
+        "slope": camera.slope.repeat(n, 1),
+        "eye": eye_height,
+    }
+    return Hits(z, result["t"], result["kind"].view(n, w, h)), (result["surface"], geometry)
 
 
-def _cast_rays(atlas: SceneAtlas, camera: Camera, rays: dict, k: int, eye_height: float, with_surfaces: bool):
-    """Walk each ray over its first k crossings per axis and resolve every pixel of its column."""
-    h, cell = camera.height, atlas.cell_size
+def _march(atlas: SceneAtlas, rays: dict, k: int, eye_height: float, max_range: float) -> dict:
+    """Walk each ray over its first k grid crossings per axis: the boxes it passes, in order."""
+    cell = atlas.cell_size
     rows, cols = atlas.heights.shape[1:]
-    r = rays["dx"].shape[0]
     tx, step_x = _crossings(rays["gx"], rays["dx"], cell, k)
     ty, step_y = _crossings(rays["gy"], rays["dy"], cell, k)
     end, is_x = _merge(tx, ty)  # [R, 2K] crossing distances in order; segment s ends at crossing s
 
     # Cell of every segment by counting the crossings before it (exact integer DDA).
-    col = torch.floor(rays["gx"]).long()[:, None] + step_x[:, None] * _entered(is_x, True)
-    row = torch.floor(rays["gy"]).long()[:, None] + step_y[:, None] * _entered(is_x, False)
+    passed_x, passed_y = _entered(is_x)
+    col = torch.floor(rays["gx"]).long()[:, None] + step_x[:, None] * passed_x
+    row = torch.floor(rays["gy"]).long()[:, None] + step_y[:, None] * passed_y
     inside = (row >= 0) & (row < rows) & (col >= 0) & (col < cols)
     flat = (rays["slot"][:, None] * rows + row.clamp(0, rows - 1)) * cols + col.clamp(0, cols - 1)
     ceiling = atlas.ceiling[rays["slot"]][:, None]
-    seg_height = torch.where(inside, atlas.heights.reshape(-1)[flat], ceiling)
+    height = torch.where(inside, atlas.heights.reshape(-1)[flat], ceiling)
 
     start = torch.cat([torch.zeros_like(end[:, :1]), end[:, :-1]], 1)
     reach = torch.minimum(tx[:, -1], ty[:, -1])[:, None]  # past this, crossings of one axis are missing
     valid = start < reach
-    rise = seg_height - eye_height
+    rise = height - eye_height
     # Steepest slope that touches the box: its top edge at entry (tall boxes) or at exit (low boxes).
     threshold = torch.where(rise >= 0, rise / start.clamp_min(1e-6), rise / end.clamp_min(1e-6))
     threshold = torch.where(valid, threshold, -math.inf)
-    running = torch.cummax(threshold, 1).values
-    done = ((seg_height >= ceiling) & valid).any(1) | (reach[:, 0] > camera.max_range)
+    # A ray is finished once it enters a wall (nothing behind it shows) or has walked the full range.
+    done = ((height >= ceiling) & valid).any(1) | (reach[:, 0] > max_range)
+    return {
+        "height": height,
+        "start": start,
+        "running": torch.cummax(threshold, 1).values,
+        "flat": flat,
+        "is_x": is_x,
+        "ceiling": ceiling,
+        "done": done,
+    }
 
+
+def _resolve_pixels(
+    atlas: SceneAtlas, camera: Camera, rays: dict, segments: dict, eye_height: float, with_surfaces: bool
+) -> dict:
+    """The surface each pixel of each ray's column sees, and how far along the ray it is."""
+    h = camera.height
+    running = segments["running"]
+    r, count = running.shape
+    column = rays["column"]
     # Pixel rows (bottom first) with slope <= running max, in closed form since slope rises with the row.
-    covered = torch.ceil(h / 2 - 0.5 - running * (camera.focal * rays["stretch"][:, None]))
+    covered = torch.ceil(h / 2 - 0.5 - running * (camera.focal * camera.stretch[column][:, None]))
     covered = (h - covered).clamp(0, h).long()
-    hist = torch.zeros(r, h + 1, dtype=torch.long, device=end.device)
+    hist = torch.zeros(r, h + 1, dtype=torch.long, device=running.device)
     hist.scatter_add_(1, covered, torch.ones_like(covered))
-    segment = torch.cumsum(hist, 1)[:, :h]  # first segment hit by each pixel; 2K means none
+    segment = torch.cumsum(hist, 1)[:, :h]  # first segment hit by each pixel; `count` means none
 
-    hit = segment < 2 * k
-    seg = segment.clamp_max(2 * k - 1)
-    hit_height = torch.gather(seg_height, 1, seg)
-    hit_start = torch.gather(start, 1, seg)
-    slope = rays["slope"]
-    face = eye_height + slope * hit_start <= hit_height
-    t = torch.where(face, hit_start, (hit_height - eye_height) * rays["inv_slope"])
-    t = torch.where(hit, t, math.inf)
-    t_ceiling = (ceiling - eye_height) * rays["inv_slope_up"]
+    seg = segment.clamp_max(count - 1)
+    hit_height = torch.gather(segments["height"], 1, seg)
+    hit_start = torch.gather(segments["start"], 1, seg)
+    face = eye_height + camera.slope[column] * hit_start <= hit_height
+    t = torch.where(face, hit_start, (hit_height - eye_height) * camera.inv_slope[column])
+    t = torch.where(segment < count, t, math.inf)
+    t_ceiling = (segments["ceiling"] - eye_height) * camera.inv_slope_up[column]
     on_ceiling = t_ceiling < t
     t = torch.minimum(t, t_ceiling)
-    result = {"t": t, "done": done}
+    result = {"t": t}
     if with_surfaces:
+        is_x = segments["is_x"]
         entered_by_x = torch.gather(torch.cat([is_x[:, :1], is_x], 1), 1, seg)  # crossing that began it
         kind = torch.where(face, torch.where(entered_by_x.bool(), FACE_X, FACE_Y), FLOOR_OR_TOP)
         kind = torch.where(on_ceiling, CEILING, kind)
         result["kind"] = torch.where(torch.isinf(t), NOTHING, kind)
-        cells = torch.gather(flat, 1, seg)
-        previous = torch.gather(flat, 1, (seg - 1).clamp_min(0))
+        cells = torch.gather(segments["flat"], 1, seg)
+        previous = torch.gather(segments["flat"], 1, (seg - 1).clamp_min(0))
         surface = _surface_materials(atlas, cells, previous, rays["slot"])
         result["surface"] = torch.where(result["kind"] == CEILING, CEILING_ID, surface)
     return result
@@ -168,11 +204,21 @@ def _crossings(g, d, cell: float, k: int):
 
 
 def _merge(tx, ty):
-    """Merge two ascending sequences per row; returns merged values and 1 where a value came from tx."""
+    """Merge two ascending sequences per row; returns merged values and 1 where a value came from tx.
+
+    Each x crossing's place is its index plus the number of y crossings before it (closed form, since ty
+    is arithmetic); the y crossings fill the remaining places in order. Any rounding in a tie only swaps
+    two equal distances, and the result is always a permutation.
+    """
     r, k = tx.shape
     ar = torch.arange(k, device=tx.device)
-    rank_x = ar + _count_below(ty, tx, strict=True)
-    rank_y = ar + _count_below(tx, ty, strict=False)
+    spacing = (ty[:, 1] - ty[:, 0])[:, None]
+    y_before_x = torch.ceil((tx - ty[:, :1]) / spacing).clamp(0, k).long()  # non-decreasing along a row
+    rank_x = ar + y_before_x
+    # x crossings placed before the j-th y crossing: those with y_before_x <= j
+    hist = torch.zeros(r, k + 1, dtype=torch.long, device=tx.device)
+    hist.scatter_add_(1, y_before_x, torch.ones_like(y_before_x))
+    rank_y = ar + torch.cumsum(hist, 1)[:, :k]
     merged = torch.empty(r, 2 * k, dtype=tx.dtype, device=tx.device)
     merged.scatter_(1, rank_x, tx)
     merged.scatter_(1, rank_y, ty)
@@ -181,31 +227,11 @@ def _merge(tx, ty):
     return merged, is_x
 
 
-def _count_below(seq, values, strict: bool):
-    """How many elements of the arithmetic sequence `seq` [R, K] are < values (<= if not strict).
-
-    Closed form from the first element and the spacing, then corrected against the actual elements so that
-    the two counts used by `_merge` agree exactly even when floating point rounds a tie either way.
-    """
-    k = seq.shape[1]
-    spacing = (seq[:, 1] - seq[:, 0])[:, None]
-    guess = torch.ceil((values - seq[:, :1]) / spacing).clamp(0, k).long()
-    for _ in range(1):
-        below_prev = _compare(torch.gather(seq, 1, (guess - 1).clamp(0, k - 1)), values, strict) | (guess == 0)
-        below_here = _compare(torch.gather(seq, 1, guess.clamp(0, k - 1)), values, strict) & (guess < k)
-        guess = guess - (~below_prev).long() + below_here.long()
-    return guess
-
-
-def _compare(a, b, strict: bool):
-    return a < b if strict else a <= b
-
-
-def _entered(is_x, x_axis: bool):
-    """Number of x (or y) crossings passed before each segment; segment 0 is the agent's own cell."""
-    marks = is_x if x_axis else 1 - is_x
-    passed = torch.cumsum(marks, 1)
-    return torch.cat([torch.zeros_like(passed[:, :1]), passed[:, :-1]], 1)
+def _entered(is_x):
+    """Numbers of x and of y crossings passed before each segment; segment 0 is the agent's own cell."""
+    passed_x = torch.cumsum(is_x, 1) - is_x
+    passed_y = torch.arange(is_x.shape[1], device=is_x.device) - passed_x
+    return passed_x, passed_y
 
 
 def _surface_materials(atlas: SceneAtlas, cells, previous, slot_rays):
@@ -229,8 +255,11 @@ def shade(hits: Hits, surface, geometry, table: dict[str, torch.Tensor], n: int,
     pattern = table["pattern"][surface]
     a = torch.floor(2 * u / period)
     b = torch.floor(2 * v / period)
-    alt = torch.where(pattern == STRIPES_U, a, torch.where(pattern == CHECKER, a + b,
-                      torch.where(pattern == STRIPES_V, b, torch.zeros_like(a))))
+    alt = torch.where(
+        pattern == STRIPES_U,
+        a,
+        torch.where(pattern == CHECKER, a + b, torch.where(pattern == STRIPES_V, b, torch.zeros_like(a))),
+    )
     alt = torch.remainder(alt, 2)[..., None]
     color = table["color"][surface] * (1 - alt) + table["alt_color"][surface] * alt
     light = torch.tensor([1.0, 0.78, 0.9, 0.97, 0.0], device=t.device)[kind]

@@ -79,17 +79,28 @@ class Scene:
         return cols * self.cell_size, rows * self.cell_size
 
     @classmethod
-    def from_arrays(cls, heights, ceiling_height: float, scene_id: str = "custom", materials=None, rooms=None):
+    def from_arrays(
+        cls, heights, ceiling_height: float, scene_id: str = "custom", materials=None, rooms=None
+    ):
         """A hand-built scene: any cell with a height above 0 is a solid box of that height."""
         heights = np.asarray(heights, dtype=np.float32)
         walls = heights >= ceiling_height
         if rooms is None:
             rooms = np.where(walls, WALL, 0).astype(np.int16)
         if materials is None:
-            materials = np.where(walls, -1, np.where(heights > 0, FURNITURE_IDS[0], FLOOR_IDS[0])).astype(np.int16)
+            materials = np.where(walls, -1, np.where(heights > 0, FURNITURE_IDS[0], FLOOR_IDS[0])).astype(
+                np.int16
+            )
         num_rooms = int(rooms.max()) + 1
-        return cls(scene_id, "custom", float(ceiling_height), heights, materials.astype(np.int16),
-                   rooms.astype(np.int16), np.full(max(num_rooms, 1), WALL_IDS[0], dtype=np.int16))
+        return cls(
+            scene_id,
+            "custom",
+            float(ceiling_height),
+            heights,
+            materials.astype(np.int16),
+            rooms.astype(np.int16),
+            np.full(max(num_rooms, 1), WALL_IDS[0], dtype=np.int16),
+        )
 
 
 def scene_id(family: str, split: str, index: int) -> str:
@@ -99,8 +110,12 @@ def scene_id(family: str, split: str, index: int) -> str:
 def parse_scene_id(sid: str) -> tuple[str, str, int]:
     parts = sid.split("/")
     if len(parts) != 3 or parts[0] not in FAMILIES or parts[1] not in SPLITS or not parts[2].isdigit():
-        raise ConfigError("scene_id", sid, "'<family>/<split>/<index>' with family in "
-                          f"{SCENE_FAMILIES} and split in {SPLITS}, e.g. 'apartment/val/00002'")
+        raise ConfigError(
+            "scene_id",
+            sid,
+            "'<family>/<split>/<index>' with family in "
+            f"{SCENE_FAMILIES} and split in {SPLITS}, e.g. 'apartment/val/00002'",
+        )
     family, split, index = parts[0], parts[1], int(parts[2])
     if index >= SCENES_PER_SPLIT[split]:
         raise ConfigError("scene_id", sid, f"an index below {SCENES_PER_SPLIT[split]} for split {split!r}")
@@ -139,7 +154,7 @@ def generate_scene(sid: str) -> Scene:
 
 
 def _cells(metres: float) -> int:
-    return int(round(metres / CELL_SIZE))
+    return round(metres / CELL_SIZE)
 
 
 class _FloorPlan:
@@ -175,8 +190,11 @@ class _FloorPlan:
         if self.family.corridors == 2:
             mid_c = int(self.rng.integers(c0 + (c1 - c0) // 3, c1 - (c1 - c0) // 3 - width))
             corridors.append((r0, r1, mid_c, mid_c + width))
-            regions = [piece for rr0, rr1, _, _ in regions
-                       for piece in ((rr0, rr1, c0, mid_c - 1), (rr0, rr1, mid_c + width + 1, c1))]
+            regions = [
+                piece
+                for rr0, rr1, _, _ in regions
+                for piece in ((rr0, rr1, c0, mid_c - 1), (rr0, rr1, mid_c + width + 1, c1))
+            ]
         self.corridor_rects = corridors
         self.room_rects.extend(corridors)
         return regions
@@ -223,7 +241,9 @@ class _FloorPlan:
         span = int(self.rng.integers(3, 6))  # 0.75 m to 1.25 m
         span = min(span, hi - lo)
         start = int(self.rng.integers(lo, hi - span + 1))
-        door = (line, line + 1, start, start + span) if axis == "row" else (start, start + span, line, line + 1)
+        door = (
+            (line, line + 1, start, start + span) if axis == "row" else (start, start + span, line, line + 1)
+        )
         self.doors.append(door)
 
     def _door_to_corridor(self, rect) -> None:
@@ -239,7 +259,7 @@ class _FloorPlan:
                 return
 
     def _carve_doors(self) -> None:
-        # A door cell takes the room id of the floor on one side, so its floor is drawn in that room's material.
+        # A door cell takes the room id of the floor on one side, so its floor has that room's material.
         for r0, r1, c0, c1 in self.doors:
             if r1 - r0 == 1:
                 neighbour = self.rooms[r0 - 1, c0:c1] if r0 > 0 else self.rooms[r1, c0:c1]
@@ -253,9 +273,11 @@ def _furnish(scene: Scene, plan: _FloorPlan, family: Family, rng: np.random.Gene
     """Place furniture boxes in rooms, keeping doorways clear and all floor connected."""
     reserved = np.zeros(scene.shape, dtype=bool)
     for r0, r1, c0, c1 in plan.doors:
-        reserved[max(r0 - 3, 0):r1 + 3, max(c0 - 3, 0):c1 + 3] = True
+        reserved[max(r0 - 3, 0) : r1 + 3, max(c0 - 3, 0) : c1 + 3] = True
     free_cells = int((scene.heights == 0).sum())
-    catalog = [item for item in FURNITURE_CATALOG if family.corridors or item[0] not in ("partition", "pillar")]
+    catalog = [
+        item for item in FURNITURE_CATALOG if family.corridors or item[0] not in ("partition", "pillar")
+    ]
     for rect in plan.room_rects:
         if rect in plan.corridor_rects:
             continue

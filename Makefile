@@ -1,0 +1,28 @@
+# The two commands of the README: `make run` sets up a fresh machine and runs the main job on the embedded
+# simulator; `make test` installs what the tests need and runs the whole suite.
+PYTHON ?= python3
+PIP := $(PYTHON) -m pip
+EPISODES ?= 96
+
+.PHONY: setup run test lint format bench
+
+setup:
+	$(PIP) install -e '.[dev]'
+
+run: setup
+	$(PYTHON) -m navzoo.cli eval --split val --episodes $(EPISODES) --out runs/eval
+
+test:
+	$(PIP) install -e '.[test]'
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m pytest
+
+lint:
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
+
+format:
+	$(PYTHON) -m ruff format .
+
+bench:
+	$(PYTHON) benchmarks/sim_throughput.py

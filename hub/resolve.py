@@ -1,0 +1,86 @@
+"""Find a model folder on the Hugging Face Hub through huggingface_hub's cache.
+
+Both files are fetched with `hf_hub_download`, so the usual cache layout, `revision`, `cache_dir`,
+`local_files_only` and HF_HUB_OFFLINE=1 behave as for any Hub library; the returned folder is the
+cached snapshot holding config.json and model.safetensors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from huggingface_hub import constants, hf_hub_download
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    GatedRepoError,
+    HfHubHTTPError,
+    HFValidationError,
+    LocalEntryNotFoundError,
+    RepositoryNotFoundError,
+    RevisionNotFoundError,
+)
+
+from navzoo import __version__
+from navzoo.errors import UnknownModelError, WeightsFormatError, WeightsNotAvailableError
+from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME
+
+
+def hub_folder(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+    local_files_only: bool = False,
+    how_to_get: str | None = None,
+) -> Path:
+    """Local snapshot folder of `repo_id` with config.json and model.safetensors, downloading if needed.
+
+    `how_to_get` is appended to the error raised when the files are neither cached nor downloadable.
+    """
+    where = f"{repo_id}" + (f"@{revision}" if revision else "")
+    how_to_get = how_to_get or f"When online, run `navzoo pull hf-hub:{repo_id}` or call navzoo.load again."
+    path = None
+    for filename in (CONFIG_NAME, WEIGHTS_NAME):
+        try:
+            path = hf_hub_download(
+                repo_id,
+                filename,
+                revision=revision,
+                cache_dir=cache_dir,
+                local_files_only=local_files_only,
+                library_name="navzoo",
+                library_version=__version__,
+            )
+        except HFValidationError as err:
+            raise UnknownModelError(
+                f"{repo_id!r} is not a valid Hub repository id ({err}); use 'org/name'"
+            ) from None
+        except LocalEntryNotFoundError:
+            cache = cache_dir or constants.HF_HUB_CACHE
+            reason = (
+                "offline mode is on (HF_HUB_OFFLINE=1 or local_files_only=True)"
+                if constants.HF_HUB_OFFLINE or local_files_only
+                else "the Hub could not be reached (HF_HUB_OFFLINE=1 skips the attempt)"
+            )
+            raise WeightsNotAvailableError(
+                f"{filename} of {where} is not in the Hugging Face cache ({cache}) and {reason}. {how_to_get}"
+            ) from None
+        except (RepositoryNotFoundError, GatedRepoError) as err:
+            raise WeightsNotAvailableError(
+                f"the Hub repository {repo_id} is missing or not accessible ({type(err).__name__}); "
+                f"log in with `hf auth login` if it is private. {how_to_get}"
+            ) from None
+        except RevisionNotFoundError:
+            raise WeightsNotAvailableError(
+                f"{repo_id} has no revision {revision!r}; check the branch, tag or commit"
+            ) from None
+        except EntryNotFoundError:
+            raise WeightsFormatError(
+                f"{where} has no {filename}: it is not a navzoo model repository "
+                "(config.json + model.safetensors)"
+            ) from None
+        except HfHubHTTPError as err:
+            raise WeightsNotAvailableError(
+                f"downloading {filename} of {where} failed: {err}. {how_to_get}"
+            ) from None
+    return Path(path).parent

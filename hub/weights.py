@@ -1,0 +1,120 @@
+"""navzoo's weight format: a folder with config.json (architecture, sensors, actions, provenance) and
+model.safetensors (parameters and buffers under habitat-baselines' PointNavResNetPolicy names)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from navzoo.errors import ConfigError, WeightsFormatError
+from navzoo.models import PointNavPolicy, PolicyConfig
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+FORMAT = "navzoo-policy"
+FORMAT_VERSION = 1
+
+
+def save_pretrained(
+    policy: PointNavPolicy,
+    folder: str | Path,
+    *,
+    name: str | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> Path:
+    """Write `folder`/config.json and `folder`/model.safetensors; returns the folder."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().to("cpu").contiguous() for k, v in policy.state_dict().items()}
+    save_file(tensors, folder / WEIGHTS_NAME, metadata={"format": "pt", "navzoo_format": FORMAT})
+    config = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "name": name or policy.name,
+        "architecture": policy.config.to_dict(),
+        "provenance": provenance if provenance is not None else policy.provenance,
+    }
+    (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n")
+    return folder
+
+
+def read_config(folder: str | Path) -> tuple[PolicyConfig, dict[str, Any]]:
+    """The architecture of a weight folder and the whole parsed config.json."""
+    path = Path(folder) / CONFIG_NAME
+    hint = "a navzoo model folder holds config.json and model.safetensors (write one with `navzoo convert`)"
+    if not path.is_file():
+        raise WeightsFormatError(f"{path} does not exist: {hint}")
+    try:
+        data = json.loads(path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise WeightsFormatError(
+            f"{path} is not valid JSON ({err}); re-download or re-convert the model"
+        ) from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT or "architecture" not in data:
+        raise WeightsFormatError(
+            f"{path} is not a navzoo config (no format={FORMAT!r} with an architecture): {hint}"
+        )
+    if data.get("format_version", 0) > FORMAT_VERSION:
+        raise WeightsFormatError(
+            f"{path} has format_version {data['format_version']}, newer than this navzoo reads "
+            f"({FORMAT_VERSION}); upgrade navzoo"
+        )
+    try:
+        return PolicyConfig.from_dict(data["architecture"]), data
+    except ConfigError as err:
+        raise WeightsFormatError(f"{path}: {err}") from None
+
+
+def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsFormatError(f"{path} does not exist; a navzoo model folder needs it next to config.json")
+    try:
+        return load_file(path)
+    except (SafetensorError, OSError, ValueError) as err:
+        raise WeightsFormatError(
+            f"{path} is corrupt or truncated ({err}); delete it and download or convert the model again"
+        ) from None
+
+
+def check_state_dict(policy: PointNavPolicy, tensors: dict[str, torch.Tensor], source: str) -> None:
+    """Raise WeightsFormatError unless `tensors` has exactly the policy's names and shapes."""
+    expected = policy.state_dict()
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    shapes = [
+        f"{k}: {tuple(tensors[k].shape)} in the file, {tuple(v.shape)} in the model"
+        for k, v in expected.items()
+        if k in tensors and tensors[k].shape != v.shape
+    ]
+    if missing or unexpected or shapes:
+        problems = [
+            f"{label} ({len(items)}): {', '.join(items[:4])}{', ...' if len(items) > 4 else ''}"
+            for label, items in (("missing", missing), ("unexpected", unexpected), ("wrong shape", shapes))
+            if items
+        ]
+        raise WeightsFormatError(
+            f"{source} does not match the architecture {policy.config.backbone or 'blind'!r} "
+            f"(hidden {policy.config.hidden_size}, sensors {', '.join(policy.config.sensors)}): "
+            + "; ".join(problems)
+            + ". The config and the weights disagree: fix the config or convert the checkpoint again."
+        )
+
+
+def load_pretrained(folder: str | Path, *, device: str | torch.device = "cpu") -> PointNavPolicy:
+    """Build the policy described by `folder`/config.json and load `folder`/model.safetensors strictly."""
+    folder = Path(folder)
+    config, meta = read_config(folder)
+    # Weights come from the file, so there is no point fetching timm's ImageNet weights first.
+    policy = PointNavPolicy(config.replace(timm_pretrained=False))
+    policy.config = config
+    tensors = read_weights(folder / WEIGHTS_NAME)
+    check_state_dict(policy, tensors, str(folder / WEIGHTS_NAME))
+    policy.load_state_dict(tensors, strict=True)
+    policy.name, policy.provenance = meta.get("name"), meta.get("provenance")
+    return policy.to(device).eval()
