@@ -144,6 +144,7 @@ class BatchSim:
                 self.heading[idx],
                 cfg.sensor_height,
                 with_surfaces=want_rgb,
+                compiled=cfg.compile,
             )
             if "depth" in cfg.sensors:
                 z = hits.z.permute(0, 2, 1).flip(1)  # [N, H, W], top row first

@@ -46,6 +46,7 @@ class SimConfig:
     explore_cell_size: float = 1.0
     episodes_file: str | None = None
     device: str = "cpu"
+    compile: bool = False  # torch.compile the renderer: ~1.8x faster steps after a one-off compile
     seed: int = 0
 
     def __post_init__(self):
