@@ -3,7 +3,7 @@
 import argparse
 
 from navzoo.sim.config import SCENE_FAMILIES, SENSORS, SPLITS, TASKS, SimConfig
-from navzoo.sim.episodes import save_episodes, split_episodes
+from navzoo.sim.episodes import episodes_for, save_episodes
 
 
 def add_sim_arguments(parser: argparse.ArgumentParser, split: str = "val") -> None:
@@ -56,13 +56,6 @@ def register(subparsers) -> None:
 
 def _run_episodes(args) -> None:
     config = SimConfig(split=args.split, scene_families=tuple(args.families))
-    episodes = split_episodes(
-        config.split,
-        config.scene_families,
-        config.episodes_per_scene,
-        config.agent_radius,
-        config.min_geodesic,
-        config.max_geodesic,
-    )
+    episodes = episodes_for(config)
     save_episodes(episodes, args.out)
     print(f"wrote {len(episodes)} {args.split} episodes to {args.out}")

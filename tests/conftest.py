@@ -29,9 +29,11 @@ def atlas_of(scene: Scene) -> SceneAtlas:
     )
 
 
-def render_depth(heights: np.ndarray, pos, heading: float, size: int = 16, hfov: float = 90.0) -> np.ndarray:
-    """Metric z-depth [H, W] (top row first) seen from `pos` facing `heading` in a hand-built scene."""
-    scene = Scene.from_arrays(heights, CEILING)
+def render_depth(
+    heights: np.ndarray, pos, heading: float, size: int = 16, hfov: float = 90.0, ceiling: float = CEILING
+) -> np.ndarray:
+    """Metric z-depth [H, W] (top row first) seen from `pos` facing `heading` in a scene of these heights."""
+    scene = Scene.from_arrays(heights, ceiling)
     camera = Camera(size, size, hfov, 30.0, torch.device("cpu"))
     hits, _ = cast(
         atlas_of(scene),
@@ -48,3 +50,24 @@ def render_depth(heights: np.ndarray, pos, heading: float, size: int = 16, hfov:
 @pytest.fixture
 def room():
     return box_room()
+
+
+@pytest.fixture
+def one_thread():
+    """Small tensors run fastest on one thread, which also avoids OpenMP spin-waits on busy CPUs."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def random_observations(config, n: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """A batch of random observations with the sensors, resolution and dtypes a policy config expects."""
+    from navzoo.models import GOAL_SENSOR
+
+    obs = {GOAL_SENSOR: torch.rand(n, 2, generator=generator) * 3}
+    if "depth" in config.sensors:
+        obs["depth"] = torch.rand(n, *config.resolution, 1, generator=generator)
+    if "rgb" in config.sensors:
+        obs["rgb"] = torch.randint(0, 256, (n, *config.resolution, 3), generator=generator, dtype=torch.uint8)
+    return obs

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import random_observations
 from test_models_habitat import load_reference, randomize_, reference_forward
 
 import navzoo
@@ -28,13 +29,7 @@ def ref():
     return load_reference()
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small tensors run fastest on one thread, which also avoids OpenMP spin-waits on busy CPUs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def released_checkpoint(
@@ -103,11 +98,7 @@ def cli(*argv: str) -> int:
 def outputs(policy: PointNavPolicy, seed: int = 0):
     config, n = policy.config, 2
     gen = torch.Generator().manual_seed(seed)
-    obs = {GOAL_SENSOR: torch.rand(n, 2, generator=gen) * 3}
-    if "depth" in config.sensors:
-        obs["depth"] = torch.rand(n, *config.resolution, 1, generator=gen)
-    if "rgb" in config.sensors:
-        obs["rgb"] = torch.randint(0, 256, (n, *config.resolution, 3), generator=gen, dtype=torch.uint8)
+    obs = random_observations(config, n, gen)
     hidden = torch.randn(n, *policy.hidden_state_shape, generator=gen)
     prev, masks = torch.tensor([3, 1]), torch.tensor([True, False])
     with torch.no_grad():

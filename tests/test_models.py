@@ -9,14 +9,7 @@ from navzoo.errors import ConfigError, ObservationError
 from navzoo.models import GOAL_SENSOR, VISUAL_FEATURES_KEY, PointNavPolicy, PolicyConfig
 from navzoo.models.se_resnet9 import FixupSEBasicBlock, SEResNet9
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small tensors run fastest on one thread, which also avoids OpenMP spin-waits on busy CPUs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 SMALL = PolicyConfig(backbone="resnet18", sensors=("depth", GOAL_SENSOR), resolution=(64, 64), hidden_size=32)

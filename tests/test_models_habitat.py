@@ -66,13 +66,7 @@ def ref() -> SimpleNamespace:
     return load_reference()
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small tensors run fastest on one thread, which also avoids OpenMP spin-waits on busy CPUs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def randomize_(module: torch.nn.Module, seed: int) -> None:

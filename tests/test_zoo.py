@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import random_observations
 
 import navzoo
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError, WeightsNotAvailableError
@@ -31,23 +32,13 @@ RELEASED_FILES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Small tensors run fastest on one thread, which also avoids OpenMP spin-waits on busy CPUs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def step(policy: PointNavPolicy, n: int = 2, seed: int = 0):
     config = policy.config
     gen = torch.Generator().manual_seed(seed)
-    obs = {GOAL_SENSOR: torch.rand(n, 2, generator=gen) * 3}
-    if "depth" in config.sensors:
-        obs["depth"] = torch.rand(n, *config.resolution, 1, generator=gen)
-    if "rgb" in config.sensors:
-        obs["rgb"] = torch.randint(0, 256, (n, *config.resolution, 3), generator=gen, dtype=torch.uint8)
+    obs = random_observations(config, n, gen)
     hidden = torch.randn(n, *policy.hidden_state_shape, generator=gen)
     with torch.no_grad():
         return policy(obs, hidden, torch.arange(n) % 4, torch.ones(n, dtype=torch.bool))

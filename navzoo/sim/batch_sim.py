@@ -17,7 +17,7 @@ import torch
 from navzoo.errors import ConfigError, NavzooError
 from navzoo.sim import render
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, SimConfig
-from navzoo.sim.episodes import STARTS_PER_ANCHOR, Episode, load_episodes, split_episodes
+from navzoo.sim.episodes import STARTS_PER_ANCHOR, Episode, episodes_for
 from navzoo.sim.physics import disc_free, move
 from navzoo.sim.pool import ScenePool
 from navzoo.sim.scenes import stable_seed
@@ -32,17 +32,8 @@ class BatchSim:
         self.config = config
         self.num_envs = n = config.num_envs
         self.device = dev = torch.device(config.device)
-        if episodes is None and config.episodes_file is not None:
-            episodes = load_episodes(config.episodes_file)
-        if episodes is None and config.split != "train":
-            episodes = split_episodes(
-                config.split,
-                config.scene_families,
-                config.episodes_per_scene,
-                config.agent_radius,
-                config.min_geodesic,
-                config.max_geodesic,
-            )
+        if episodes is None:
+            episodes = episodes_for(config)
         self.pool = ScenePool(config, dev, episodes)
         self.episodes = episodes  # the fixed episode list, or None for freshly sampled training episodes
         self.fixed = episodes is not None

@@ -143,6 +143,22 @@ def split_episodes(
     return episodes
 
 
+def episodes_for(config) -> list[Episode] | None:
+    """The fixed episodes a SimConfig runs: its episodes_file, else its val or test set; None for train."""
+    if config.episodes_file is not None:
+        return load_episodes(config.episodes_file)
+    if config.split == "train":
+        return None
+    return split_episodes(
+        config.split,
+        config.scene_families,
+        config.episodes_per_scene,
+        config.agent_radius,
+        config.min_geodesic,
+        config.max_geodesic,
+    )
+
+
 # --- habitat-lab PointNav dataset format -------------------------------------------------------------
 # habitat is y-up with the agent looking down -z; our scene frame is (x, y) on the floor with headings
 # counter-clockwise from +x. A point (x, y) is habitat (x, 0, -y); heading theta is a yaw of theta - pi/2.
