@@ -10,7 +10,9 @@ def build_parser() -> argparse.ArgumentParser:
     from navzoo import eval_cli, sim_cli
     from navzoo.hub import convert
 
-    parser = argparse.ArgumentParser(prog="navzoo", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="navzoo", description="navzoo: embodied-navigation model zoo and transfer-learning toolkit"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (eval_cli, sim_cli, convert):
         module.register(subparsers)
