@@ -17,11 +17,12 @@ SHORTEST_PATH = (40, 170, 80)
 START = (40, 90, 220)
 GOAL = (220, 50, 50)
 
+# the 16-neighbourhood of the navigation graph: the 8 adjacent cells and the 8 knight moves
 _NEIGHBOURS = [
     (dr, dc)
     for dr in (-2, -1, 0, 1, 2)
     for dc in (-2, -1, 0, 1, 2)
-    if ((dr, dc) != (0, 0) and max(abs(dr), abs(dc)) == 1) or {abs(dr), abs(dc)} == {1, 2}
+    if max(abs(dr), abs(dc)) == 1 or {abs(dr), abs(dc)} == {1, 2}
 ]
 
 
