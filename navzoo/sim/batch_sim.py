@@ -56,7 +56,6 @@ class BatchSim:
         self.episode_index = torch.zeros(n, dtype=torch.long, device=dev)
         self.episode_counter = torch.zeros(n, dtype=torch.long, device=dev)
         self.env_seeds = torch.zeros(n, dtype=torch.long, device=dev)
-        self.trajectory_start = torch.zeros(n, 2, device=dev)
         if config.task == "explore":
             rows, cols = self.pool.atlas.heights.shape[1:]
             size = self.pool.cell_size
@@ -163,7 +162,7 @@ class BatchSim:
     # --- episodes --------------------------------------------------------------------------------------
     def _start_episodes(self, envs: torch.Tensor) -> None:
         cfg, pool = self.config, self.pool
-        u = self._uniform(envs, 4)
+        u = None if self.fixed else self._uniform(envs, 4)  # drawn before the counter moves on
         self.episode_counter[envs] += 1
         if self.fixed:
             index = (envs + (self.episode_counter[envs] - 1) * self.num_envs) % len(self.episodes)
@@ -193,7 +192,6 @@ class BatchSim:
         self.path_length[envs] = 0
         self.collisions[envs] = 0
         self.episode_return[envs] = 0
-        self.trajectory_start[envs] = self.pos[envs]
         if cfg.task == "explore":
             self.visited[envs] = False
             self._visit(envs)
