@@ -7,7 +7,9 @@ themselves: the observation returned for a finished environment is the first of 
 finished episode's metrics come back in ``info["episode"]``.
 
 Randomness is a counter-based hash of (environment seed, episode counter), so every environment has its own
-reproducible stream, and CPU and CUDA draw the same episodes.
+reproducible stream, and CPU and CUDA draw the same episodes. The whole state is therefore a few tensors and
+counters: ``state_dict()`` / ``load_state_dict()`` checkpoint a simulator so that a resumed run continues
+bit-identically.
 """
 
 import math
@@ -23,6 +25,33 @@ from navzoo.sim.pool import ScenePool
 from navzoo.sim.scenes import stable_seed
 
 _MASK32 = 0xFFFFFFFF
+# The per-environment tensors a checkpoint holds (and `visited` for Explore), and the config fields that
+# decide what the saved state means, so a checkpoint must match them.
+_STATE_TENSORS = (
+    "slot",
+    "pos",
+    "heading",
+    "goal",
+    "field",
+    "steps",
+    "path_length",
+    "collisions",
+    "geodesic",
+    "start_geodesic",
+    "episode_return",
+    "episode_index",
+    "episode_counter",
+    "env_seeds",
+)
+_STATE_CONFIG = (
+    "task",
+    "split",
+    "num_envs",
+    "seed",
+    "scene_families",
+    "scenes_in_memory",
+    "episodes_per_scene",
+)
 
 
 class BatchSim:
@@ -159,6 +188,47 @@ class BatchSim:
     def close(self) -> None:
         self.pool.close()
 
+    # --- checkpointing ---------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """Everything `step` and `observe` depend on: CPU copies of the per-environment tensors, the scene
+        pool's state, and the config fields it must be loaded back under. Only tensors, ints, strings and
+        lists, so it goes through ``torch.save`` and ``torch.load(weights_only=True)``."""
+        return {
+            "config": {name: _plain(getattr(self.config, name)) for name in _STATE_CONFIG},
+            "tensors": {name: getattr(self, name).to("cpu", copy=True) for name in self._state_tensors()},
+            "pool": self.pool.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from `state_dict()`; NavzooError if it was written under a different sim config."""
+        for name in _STATE_CONFIG:
+            saved, mine = state["config"].get(name), _plain(getattr(self.config, name))
+            if saved != mine:
+                raise NavzooError(
+                    f"checkpoint was written with {name}={saved!r}, this simulator has {mine!r}; "
+                    "resume with the same sim config"
+                )
+        tensors, expected = state["tensors"], self._state_tensors()
+        if set(tensors) != set(expected):
+            raise NavzooError(
+                f"checkpoint holds the tensors {sorted(tensors)}, this simulator expects {sorted(expected)}; "
+                "resume with the same sim config"
+            )
+        for name in expected:
+            saved, mine = tensors[name], getattr(self, name)
+            if saved.shape != mine.shape or saved.dtype != mine.dtype:
+                raise NavzooError(
+                    f"checkpoint tensor {name!r} is {tuple(saved.shape)} {saved.dtype}, this simulator "
+                    f"expects {tuple(mine.shape)} {mine.dtype}; resume with the same sim config"
+                )
+        self.pool.load_state_dict(state["pool"])
+        for name, saved in tensors.items():
+            # A copy, so that stepping never writes into the caller's state dict.
+            setattr(self, name, saved.to(self.device, copy=True))
+
+    def _state_tensors(self) -> tuple[str, ...]:
+        return _STATE_TENSORS + (("visited",) if self.config.task == "explore" else ())
+
     # --- episodes --------------------------------------------------------------------------------------
     def _start_episodes(self, envs: torch.Tensor) -> None:
         cfg, pool = self.config, self.pool
@@ -294,6 +364,11 @@ class BatchSim:
         return disc_free(
             self.pool.atlas.heights, self.pool.cell_size, self.slot[idx], points, self.config.agent_radius
         )
+
+
+def _plain(value):
+    """Config values as checkpoint-friendly builtins (tuples become lists)."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _wrap(angle: torch.Tensor) -> torch.Tensor:

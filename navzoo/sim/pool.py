@@ -3,7 +3,8 @@
 Many environments share one scene slot (assets are shared across the batch, as in batch simulation). A
 training pool rotates: one slot at a time stops taking new episodes, and once its last episode ends it is
 refilled with the next training scene, which a background thread has prepared meanwhile. The retire and
-swap points depend only on episode counts, so a run is reproducible whatever the thread's timing.
+swap points depend only on episode counts, so a run is reproducible whatever the thread's timing, and a
+pool's whole state is a few stream indices and counters (`state_dict`).
 """
 
 import math
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
+from navzoo.errors import NavzooError
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import ANCHORS_PER_SCENE, STARTS_PER_ANCHOR, Episode, SceneAssets, scene_assets
 from navzoo.sim.materials import material_table
@@ -37,6 +39,7 @@ class ScenePool:
         self.cell_size = CELL_SIZE
         self.nav_cell = CELL_SIZE / NAV_SUBDIVISION
         self.materials = {k: torch.from_numpy(v).to(device) for k, v in material_table().items()}
+        self.fixed = episodes is not None
         if episodes is None:
             self._init_stream()
         else:
@@ -55,8 +58,9 @@ class ScenePool:
         )
         self.anchors_xy = torch.zeros(self.slots_count, ANCHORS_PER_SCENE, 2, device=self.device)
         self.next_scene = 0
+        self.slot_scene = [-1] * self.slots_count  # index k in the training stream of each slot's scene
         for slot in range(self.slots_count):
-            self._fill(slot, _assets(cfg, train_scene_id(cfg, self.next_scene)))
+            self._fill_from_stream(slot, self.next_scene)
             self.next_scene += 1
         self.rotating = self.slots_count >= 2
         self.retiring = -1  # slot that takes no new episodes until its last one ends
@@ -144,6 +148,13 @@ class ScenePool:
         self.fields[index, :rows, :cols] = torch.from_numpy(field)
         self.field_max[index] = float(field[np.isfinite(field)].max())
 
+    def _fill_from_stream(self, slot: int, k: int, assets: SceneAssets | None = None) -> None:
+        """Put the k-th scene of the training stream in a slot (its assets built here unless given)."""
+        if assets is None:
+            assets = _assets(self.config, train_scene_id(self.config, k))
+        self._fill(slot, assets)
+        self.slot_scene[slot] = k
+
     def _fill(self, slot: int, assets: SceneAssets) -> None:
         """Put a training scene in a slot, with exactly ANCHORS_PER_SCENE anchors (repeated if fewer)."""
         self._write_scene(slot, assets)
@@ -172,9 +183,54 @@ class ScenePool:
             self.retiring = self.next_scene % self.slots_count
             self.episodes_since_retire = 0
         if self.retiring >= 0 and not bool((slots_in_use == self.retiring).any()):
-            self._fill(self.retiring, self._pending.result())
+            self._fill_from_stream(self.retiring, self.next_scene, self._pending.result())
             self.next_scene += 1
             self.retiring = -1
+            self._prefetch()
+
+    # --- checkpointing ---------------------------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The pool's position in its scene stream, as plain ints and lists."""
+        if self.fixed:
+            return {"kind": "fixed", "slots": self.slots_count, "episodes": len(self.episodes["slot"])}
+        return {
+            "kind": "stream",
+            "slot_scene": list(self.slot_scene),
+            "next_scene": self.next_scene,
+            "retiring": self.retiring,
+            "episodes_since_retire": self.episodes_since_retire,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore `state_dict()`: refill the slots whose scene differs and prefetch the next scene."""
+        mine = self.state_dict()
+        if state.get("kind") != mine["kind"]:
+            raise NavzooError(
+                f"checkpoint holds a {state.get('kind')!r} scene pool, this simulator has a {mine['kind']!r} "
+                "one (training scenes are a stream, val/test episodes a fixed list); resume with the same "
+                "split and episodes_file"
+            )
+        if self.fixed:
+            if state != mine:
+                raise NavzooError(
+                    f"checkpoint was written with {state['episodes']} episodes in {state['slots']} scenes, "
+                    f"this simulator has {mine['episodes']} in {mine['slots']}; resume with the same split, "
+                    "scene_families, episodes_per_scene and episodes_file"
+                )
+            return
+        if len(state["slot_scene"]) != self.slots_count:
+            raise NavzooError(
+                f"checkpoint was written with scenes_in_memory={len(state['slot_scene'])}, this simulator "
+                f"has {self.slots_count}; resume with the same sim config"
+            )
+        for slot, k in enumerate(state["slot_scene"]):
+            if self.slot_scene[slot] != k:
+                self._fill_from_stream(slot, int(k))
+        self.next_scene = int(state["next_scene"])
+        self.retiring = int(state["retiring"])
+        self.episodes_since_retire = int(state["episodes_since_retire"])
+        if self.rotating:
+            self._pending.cancel()  # it may be for another scene; if already running, its result goes unread
             self._prefetch()
 
     def close(self) -> None:
