@@ -39,3 +39,7 @@ class UnsafeCheckpointError(NavzooError, ValueError):
 
 class ObservationError(NavzooError, ValueError):
     """Observations, recurrent state, actions or masks given to a policy have a wrong key, shape or dtype."""
+
+
+class ReplayError(NavzooError, ValueError):
+    """A replay file is missing, corrupt, of another format, or written by a newer navzoo."""

@@ -1,54 +1,212 @@
-"""`navzoo eval`: Success / SPL of agents on a split's fixed episodes, a table, JSON and top-down maps."""
+"""`navzoo eval`: Success / SPL of baselines and trained models on a split's fixed episodes.
 
+Prints a table (overall, then by geodesic distance) and writes to OUT: eval.json, spl_by_distance.png
+(DD-PPO Fig. 13), a top-down map per agent (map-<agent>.png) and replays of the first episodes
+(replays/<agent>/episode-<index>.replay.json.gz, see navzoo.replay).
+"""
+
+import argparse
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from navzoo.baselines import BASELINES, make_baseline
-from navzoo.evaluation import episode_map, evaluate, format_table, summarize
+from navzoo.errors import ConfigError, UnknownModelError
+from navzoo.evaluation import (
+    EpisodeResult,
+    episode_map,
+    evaluate,
+    format_distance_table,
+    format_table,
+    plot_by_distance,
+    summarize,
+)
+from navzoo.models import PointNavPolicy
+from navzoo.policy_agent import ACTION_MODES, PolicyAgent, check_sim_config, sim_settings
+from navzoo.replay import SUFFIX, make_replay, save_replay
 from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import SimConfig
 from navzoo.sim_cli import add_sim_arguments, sim_config_from_args
 from navzoo.topdown import save_png
+from navzoo.zoo import HF_HUB_PREFIX, load
+
+DEFAULT_SENSORS = ("depth",)
+DEFAULT_RESOLUTION = 64
+
+
+@dataclass
+class _Agent:
+    """An agent named on the command line: a baseline (no policy) or a loaded model."""
+
+    label: str
+    source: str
+    policy: PointNavPolicy | None = None
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "eval",
-        help="evaluate agents on PointGoal episodes",
-        description="Evaluate agents on the fixed PointGoal episodes of a split: "
-        "prints Success and SPL with 95%% confidence intervals, writes "
-        "eval.json and a top-down map of one episode per agent.",
+        help="evaluate baselines and trained models on PointGoal episodes",
+        description="Evaluate agents on the fixed PointGoal episodes of a split: prints Success and SPL "
+        "with 95% confidence intervals, overall and by geodesic distance, and writes eval.json, "
+        "spl_by_distance.png (DD-PPO Fig. 13), a top-down map per agent and replays. Models run with "
+        "the sensors and resolution they were built for unless --sensors / --resolution say otherwise; "
+        "baselines use 64x64 depth by default.",
     )
     parser.add_argument(
         "agents",
         nargs="*",
         default=list(BASELINES),
-        help=f"agents to evaluate: {', '.join(BASELINES)} (default: all of them)",
+        help=f"baselines ({', '.join(BASELINES)}), zoo names, model or training-run folders "
+        "(config.json + model.safetensors), or hf-hub:org/name (default: all baselines)",
     )
     parser.add_argument("--episodes", type=int, default=96, help="number of episodes (default 96)")
+    parser.add_argument(
+        "--mode",
+        choices=ACTION_MODES,
+        default="sampled",
+        help="how models choose actions: sampled from the policy's distribution (default, as "
+        "habitat-baselines' evaluation does) or its most likely action (deterministic)",
+    )
+    parser.add_argument(
+        "--replays",
+        type=int,
+        default=3,
+        help="save replays of the first K episodes of each agent under OUT/replays/<agent>/ (default 3)",
+    )
     parser.add_argument("--out", default="runs/eval", help="output folder (default runs/eval)")
     parser.add_argument("--map-episode", type=int, default=0, help="episode drawn on the maps (default 0)")
     add_sim_arguments(parser)
-    parser.set_defaults(run=_run)
+    # None marks "not given", so that models can bring their own sensors and resolution.
+    parser.set_defaults(run=_run, sensors=None, resolution=None)
 
 
 def _run(args) -> None:
-    config = sim_config_from_args(args)
-    sim = BatchSim(config)
+    if args.replays < 0:
+        raise ConfigError("replays", args.replays, "0 or more episodes per agent")
+    agents = _unique_labels([_load_agent(source, args.device) for source in args.agents])
+    configs = [_sim_config(args, agent) for agent in agents]  # every mismatch is reported before running
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    print(f"PointGoal, split {args.split}, {args.episodes} episodes")
+    sims: dict[SimConfig, BatchSim] = {}  # one simulator per distinct sensors and resolution
     summaries, report = {}, {"config": {k: v for k, v in vars(args).items() if k != "run"}, "agents": {}}
-    for name in args.agents:
-        agent = make_baseline(name, sim, seed=args.seed)
-        results = evaluate(sim, agent, args.episodes)
-        summaries[name] = summarize(results)
-        report["agents"][name] = {"summary": summaries[name], "episodes": [r.metrics() for r in results]}
-        shown = results[min(args.map_episode, len(results) - 1)]
-        save_png(episode_map(sim, shown), out / f"map-{name}.png")
-    sim.close()
-    (out / "eval.json").write_text(json.dumps(report, indent=2))
-    print(
-        f"PointGoal, split {config.split}, {args.episodes} episodes, {config.resolution[0]}x"
-        f"{config.resolution[1]} {'+'.join(config.sensors) or 'blind'}"
-    )
+    try:
+        for agent, config in zip(agents, configs, strict=True):
+            if config not in sims:
+                sims[config] = BatchSim(config)
+            summaries[agent.label], report["agents"][agent.label] = _evaluate_agent(
+                agent, sims[config], args, out
+            )
+    finally:
+        for sim in sims.values():
+            sim.close()
+    (out / "eval.json").write_text(json.dumps(_json_safe(report), indent=2))
+    plot_by_distance(summaries, out / "spl_by_distance.png")
+    print()
     print(format_table(summaries))
-    print(f"\nwrote {out / 'eval.json'} and maps {out}/map-<agent>.png (episode {args.map_episode})")
+    print()
+    print(format_distance_table(summaries))
+    print(
+        f"\nwrote {out / 'eval.json'}, {out / 'spl_by_distance.png'}, maps {out}/map-<agent>.png "
+        f"(episode {args.map_episode}) and replays {out}/replays/<agent>/"
+    )
+
+
+def _load_agent(source: str, device: str) -> _Agent:
+    if source in BASELINES:  # a baseline name wins over a folder of that name; pass ./name for the folder
+        return _Agent(source, source)
+    try:
+        policy = load(source, device=device)
+    except UnknownModelError as err:
+        hint = f"The baseline agents are {', '.join(BASELINES)}."
+        raise UnknownModelError(f"{str(err).rstrip('.')}. {hint}") from None
+    return _Agent(_label(source), source, policy)
+
+
+def _label(source: str) -> str:
+    """A folder's name, a Hub repository's name, or the zoo name."""
+    if Path(source).is_dir():
+        return Path(source).resolve().name
+    return source.removeprefix(HF_HUB_PREFIX).partition("@")[0].rsplit("/", 1)[-1]
+
+
+def _unique_labels(agents: list[_Agent]) -> list[_Agent]:
+    """Number repeated labels (run-2, run-3, ...): labels name output files and report entries."""
+    seen: set[str] = set()
+    for agent in agents:
+        base, k = agent.label, 2
+        while agent.label in seen:
+            agent.label, k = f"{base}-{k}", k + 1
+        seen.add(agent.label)
+    return agents
+
+
+def _sim_config(args, agent: _Agent) -> SimConfig:
+    """The user's --sensors / --resolution where given, else the model's, else 64x64 depth."""
+    settings = {"sensors": DEFAULT_SENSORS, "resolution": (DEFAULT_RESOLUTION, DEFAULT_RESOLUTION)}
+    if agent.policy is not None:
+        settings.update(sim_settings(agent.policy.config))
+    if args.sensors is not None:
+        settings["sensors"] = tuple(args.sensors)
+    if args.resolution is not None:
+        settings["resolution"] = (args.resolution, args.resolution)
+    shared = argparse.Namespace(
+        **{**vars(args), "sensors": DEFAULT_SENSORS, "resolution": DEFAULT_RESOLUTION}
+    )
+    config = sim_config_from_args(shared).replace(**settings)
+    if agent.policy is not None:
+        check_sim_config(agent.policy.config, config, f"model {agent.label!r}")
+    return config
+
+
+def _evaluate_agent(agent: _Agent, sim: BatchSim, args, out: Path) -> tuple[dict, dict]:
+    """Evaluate one agent; write its map and replays. Returns its summary and its eval.json entry."""
+    model, mode = None, None
+    if agent.policy is None:
+        runner = make_baseline(agent.source, sim, seed=args.seed)
+    else:
+        runner = PolicyAgent(
+            agent.policy, sim.num_envs, deterministic=args.mode == "deterministic", seed=args.seed
+        )
+        model, mode = runner.describe(), runner.mode
+    config = sim.config
+    sensors = "+".join(config.sensors) or "blind"
+    print(
+        f"{agent.label}: {config.resolution[0]}x{config.resolution[1]} {sensors}"
+        + (f", {mode}" if mode else "")
+    )
+    results = evaluate(sim, runner, args.episodes)
+    shown = results[min(args.map_episode, len(results) - 1)]
+    save_png(episode_map(sim, shown), out / f"map-{agent.label}.png")
+    replays = [_save_replay(sim, result, agent.label, model, mode, out) for result in results[: args.replays]]
+    summary = summarize(results)
+    entry = {
+        "source": agent.source,
+        "model": model,
+        "action_mode": mode,
+        "sim": {"sensors": list(config.sensors), "resolution": list(config.resolution)},
+        "summary": summary,
+        "map": f"map-{agent.label}.png",
+        "replays": replays,
+        "episodes": [r.metrics() for r in results],
+    }
+    return summary, entry
+
+
+def _save_replay(sim: BatchSim, result: EpisodeResult, label: str, model, mode, out: Path) -> str:
+    path = out / "replays" / label / f"episode-{result.episode_index}{SUFFIX}"
+    save_replay(path, make_replay(sim, result, label, model, mode))
+    return str(path.relative_to(out))
+
+
+def _json_safe(value):
+    """NaN and Infinity are not JSON: an undefined interval or an open-ended distance bin becomes null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    return value

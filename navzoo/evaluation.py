@@ -1,16 +1,20 @@
 """Run an agent over a split's fixed episodes and summarise Success and SPL, as habitat's evaluation does.
 
 An agent is anything with ``act(obs, first) -> actions``; ``first`` marks environments whose episode has
-just begun (for recurrent agents to clear their state). Episodes 0..E-1 of the split are each counted
-once, whichever environment ran them.
+just begun (for recurrent agents to clear their state). An agent may also set ``last_value`` [N] (its value
+estimate of the observations it just acted on) and ``last_action_probs`` [N, A]; they are recorded per step
+next to the poses, actions and rewards (see navzoo.policy_agent). Episodes 0..E-1 of the split are each
+counted once, whichever environment ran them.
 """
 
 import itertools
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from navzoo.errors import ConfigError
@@ -36,9 +40,12 @@ class EpisodeResult:
     positions: np.ndarray  # [T + 1, 2] agent positions from the start
     headings: np.ndarray  # [T + 1]
     actions: np.ndarray  # [T]
+    rewards: np.ndarray  # [T], the reward of each action
+    values: np.ndarray | None = None  # [T], the agent's value estimate before each action, if it has one
+    action_probs: np.ndarray | None = None  # [T, A], the agent's action distribution, if it has one
 
     def metrics(self) -> dict:
-        skip = ("positions", "headings", "actions")
+        skip = ("positions", "headings", "actions", "rewards", "values", "action_probs")
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
@@ -48,44 +55,87 @@ def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> 
         raise ConfigError("split", sim.config.split, "'val' or 'test' (or an episodes_file) for evaluation")
     if not 0 < num_episodes <= len(sim.episodes):
         raise ConfigError("episodes", num_episodes, f"1 .. {len(sim.episodes)} (episodes in this set)")
-    n, limit, dev = sim.num_envs, sim.config.max_episode_steps, sim.device
-    envs = torch.arange(n, device=dev)
     obs = sim.reset(seed=sim.config.seed)  # reseeding restarts the episode order at episode 0
-    # Per-environment trajectory buffers, indexed by the step within the running episode.
-    positions = torch.zeros(limit + 1, n, 2, device=dev)
-    headings = torch.zeros(limit + 1, n, device=dev)
-    actions_taken = torch.zeros(limit, n, dtype=torch.long, device=dev)
-    positions[0], headings[0] = sim.pos, sim.heading
-    step_of = torch.zeros(n, dtype=torch.long, device=dev)
+    trails = _Trajectories(sim)
     running = sim.episode_index.clone()
-    first = torch.ones(n, dtype=torch.bool, device=dev)
+    first = torch.ones(sim.num_envs, dtype=torch.bool, device=sim.device)
     results: dict[int, EpisodeResult] = {}
     bar = tqdm(total=num_episodes, desc="episodes", unit="ep", disable=not progress, leave=False)
     while len(results) < num_episodes:
         actions = agent.act(obs, first)
-        actions_taken[step_of, envs] = actions
-        obs, _, done, info = sim.step(actions)
-        step_of += 1
+        value, probs = getattr(agent, "last_value", None), getattr(agent, "last_action_probs", None)
+        obs, rewards, done, info = sim.step(actions)
         ended = info.get("episode")
         end_pos = sim.pos if ended is None else torch.where(done[:, None], ended["position"], sim.pos)
         end_heading = sim.heading if ended is None else torch.where(done, ended["heading"], sim.heading)
-        positions[step_of, envs], headings[step_of, envs] = end_pos, end_heading
+        trails.record(actions, rewards, end_pos, end_heading, value, probs)
         for i in torch.nonzero(done).squeeze(1).tolist():
-            index, steps = int(running[i]), int(step_of[i])
+            index = int(running[i])
             if index < num_episodes and index not in results:
-                trail = (positions[: steps + 1, i], headings[: steps + 1, i], actions_taken[:steps, i])
-                results[index] = _result(sim, index, ended, i, *trail)
+                results[index] = _result(sim, index, ended, i, trails.episode(i))
                 bar.update(1)
         if ended is not None:
-            step_of[done] = 0
-            positions[0, done], headings[0, done] = sim.pos[done], sim.heading[done]
+            trails.restart(done, sim.pos, sim.heading)
             running = torch.where(done, sim.episode_index, running)
         first = done
     bar.close()
     return [results[i] for i in range(num_episodes)]
 
 
-def _result(sim: BatchSim, index: int, ended: dict, env: int, positions, headings, actions) -> EpisodeResult:
+class _Trajectories:
+    """Per-environment buffers of the running episodes, indexed by the step within each episode."""
+
+    def __init__(self, sim: BatchSim):
+        n, limit, dev = sim.num_envs, sim.config.max_episode_steps, sim.device
+        self.envs = torch.arange(n, device=dev)
+        self.step = torch.zeros(n, dtype=torch.long, device=dev)
+        self.positions = torch.zeros(limit + 1, n, 2, device=dev)
+        self.headings = torch.zeros(limit + 1, n, device=dev)
+        self.actions = torch.zeros(limit, n, dtype=torch.long, device=dev)
+        self.rewards = torch.zeros(limit, n, device=dev)
+        self.values: torch.Tensor | None = None  # allocated once an agent reports values
+        self.action_probs: torch.Tensor | None = None
+        self.restart(torch.ones(n, dtype=torch.bool, device=dev), sim.pos, sim.heading)
+
+    def restart(self, envs: torch.Tensor, pos: torch.Tensor, heading: torch.Tensor) -> None:
+        """Begin new episodes in the environments marked by the bool mask `envs`, at these poses."""
+        self.step[envs] = 0
+        self.positions[0, envs], self.headings[0, envs] = pos[envs], heading[envs]
+
+    def record(self, actions, rewards, pos, heading, value=None, action_probs=None) -> None:
+        """One step of every environment: its action, reward, the agent's outputs and the pose reached."""
+        step, envs = self.step, self.envs
+        self.actions[step, envs], self.rewards[step, envs] = actions, rewards
+        if value is not None:
+            if self.values is None:
+                self.values = torch.zeros_like(self.rewards)
+            self.values[step, envs] = value.to(self.values.device, torch.float32)
+        if action_probs is not None:
+            if self.action_probs is None:
+                shape = (*self.rewards.shape, action_probs.shape[-1])
+                self.action_probs = torch.zeros(shape, device=self.rewards.device)
+            self.action_probs[step, envs] = action_probs.to(self.action_probs.device, torch.float32)
+        self.step += 1
+        self.positions[self.step, envs], self.headings[self.step, envs] = pos, heading
+
+    def episode(self, env: int) -> dict[str, np.ndarray | None]:
+        """The finished episode of `env` as numpy arrays (EpisodeResult's trajectory fields)."""
+        steps = int(self.step[env])
+
+        def take(buffer: torch.Tensor | None, length: int) -> np.ndarray | None:
+            return None if buffer is None else buffer[:length, env].cpu().numpy().copy()
+
+        return {
+            "positions": take(self.positions, steps + 1),
+            "headings": take(self.headings, steps + 1),
+            "actions": take(self.actions, steps),
+            "rewards": take(self.rewards, steps),
+            "values": take(self.values, steps),
+            "action_probs": take(self.action_probs, steps),
+        }
+
+
+def _result(sim: BatchSim, index: int, ended: dict, env: int, trajectory: dict) -> EpisodeResult:
     episode = sim.episodes[index]
     return EpisodeResult(
         episode_index=index,
@@ -99,9 +149,7 @@ def _result(sim: BatchSim, index: int, ended: dict, env: int, positions, heading
         collisions=int(ended["collisions"][env]),
         num_steps=int(ended["num_steps"][env]),
         episode_return=float(ended["episode_return"][env]),
-        positions=positions.cpu().numpy().copy(),
-        headings=headings.cpu().numpy().copy(),
-        actions=actions.cpu().numpy().copy(),
+        **trajectory,
     )
 
 
@@ -113,28 +161,29 @@ def mean_ci(values) -> tuple[float, float]:
     return float(values.mean()), float(1.96 * values.std(ddof=1) / math.sqrt(len(values)))
 
 
-def summarize(results: list[EpisodeResult]) -> dict:
+def _rates(results: list[EpisodeResult]) -> dict:
+    """Episode count, Success and SPL with their 95% confidence half-widths."""
     success, success_ci = mean_ci([r.success for r in results])
     spl, spl_ci = mean_ci([r.spl for r in results])
-    by_distance = []
-    for lo, hi in itertools.pairwise(DISTANCE_BINS):
-        chosen = [r for r in results if lo <= r.geodesic_distance < hi]
-        if chosen:
-            by_distance.append(
-                {
-                    "min_geodesic": lo,
-                    "max_geodesic": hi,
-                    "episodes": len(chosen),
-                    "success": mean_ci([r.success for r in chosen])[0],
-                    "spl": mean_ci([r.spl for r in chosen])[0],
-                }
-            )
     return {
         "episodes": len(results),
         "success": success,
         "success_ci95": success_ci,
         "spl": spl,
         "spl_ci95": spl_ci,
+    }
+
+
+def summarize(results: list[EpisodeResult]) -> dict:
+    """Means over episodes, and Success / SPL per geodesic-distance bin (DD-PPO Fig. 13); empty bins are
+    left out."""
+    by_distance = []
+    for lo, hi in itertools.pairwise(DISTANCE_BINS):
+        chosen = [r for r in results if lo <= r.geodesic_distance < hi]
+        if chosen:
+            by_distance.append({"min_geodesic": lo, "max_geodesic": hi, **_rates(chosen)})
+    return {
+        **_rates(results),
         "distance_to_goal": float(np.mean([r.distance_to_goal for r in results])),
         "path_length": float(np.mean([r.path_length for r in results])),
         "collisions": float(np.mean([r.collisions for r in results])),
@@ -145,17 +194,82 @@ def summarize(results: list[EpisodeResult]) -> dict:
 
 def format_table(summaries: dict[str, dict]) -> str:
     """A plain-text table, one row per agent."""
+    width = max([16, *map(len, summaries)])
     header = (
-        f"{'agent':<16} {'episodes':>8} {'success':>15} {'SPL':>15} {'dist-to-goal':>12} {'collisions':>10}"
+        f"{'agent':<{width}} {'episodes':>8} {'success':>15} {'SPL':>15} {'dist-to-goal':>12}"
+        f" {'collisions':>10}"
     )
     lines = [header, "-" * len(header)]
     for name, s in summaries.items():
         lines.append(
-            f"{name:<16} {s['episodes']:>8d} {s['success']:>8.3f} ±{s['success_ci95']:.3f}"
+            f"{name:<{width}} {s['episodes']:>8d} {s['success']:>8.3f} ±{s['success_ci95']:.3f}"
             f" {s['spl']:>8.3f} ±{s['spl_ci95']:.3f} {s['distance_to_goal']:>12.2f}"
             f" {s['collisions']:>10.1f}"
         )
     return "\n".join(lines)
+
+
+def distance_bin_label(lo: float, hi: float) -> str:
+    return f"{lo:g}+" if math.isinf(hi) else f"{lo:g}-{hi:g}"
+
+
+def _distance_bins(summaries: dict[str, dict]) -> list[tuple[float, float]]:
+    """The (min, max) geodesic bins holding episodes of any agent, nearest first."""
+    return sorted(
+        {(b["min_geodesic"], b["max_geodesic"]) for s in summaries.values() for b in s["by_distance"]}
+    )
+
+
+def format_distance_table(summaries: dict[str, dict]) -> str:
+    """SPL / Success per geodesic-distance bin, one column per agent, episode counts in brackets."""
+    bins = _distance_bins(summaries)
+    width = max([18, *map(len, summaries)])
+    header = f"{'geodesic (m)':<12}" + "".join(f" {name:>{width}}" for name in summaries)
+    lines = ["SPL / success (episodes) by geodesic distance from start to goal", header, "-" * len(header)]
+    for lo, hi in bins:
+        cells = []
+        for s in summaries.values():
+            row = next((b for b in s["by_distance"] if b["min_geodesic"] == lo), None)
+            cell = "-" if row is None else f"{row['spl']:.2f} / {row['success']:.2f} ({row['episodes']})"
+            cells.append(f" {cell:>{width}}")
+        lines.append(f"{distance_bin_label(lo, hi):<12}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def plot_by_distance(summaries: dict[str, dict], path: str | Path) -> Path:
+    """DD-PPO Fig. 13: Success and SPL against geodesic start distance, one line per agent with its 95%
+    interval, bars at the bottom for the fraction of episodes in each bin. Written as a PNG."""
+    bins = _distance_bins(summaries)
+    x = np.arange(len(bins))
+    # matplotlib's Figure renders with Agg without pyplot: no GUI backend and no global state.
+    figure = Figure(figsize=(11, 4.2), layout="constrained")
+    for axes, metric, title in zip(
+        figure.subplots(1, 2), ("success", "spl"), ("Success", "SPL"), strict=True
+    ):
+        for name, summary in summaries.items():
+            rows = {b["min_geodesic"]: b for b in summary["by_distance"]}
+            mean = np.array([rows[lo][metric] if lo in rows else np.nan for lo, _ in bins])
+            ci = np.nan_to_num([rows[lo][f"{metric}_ci95"] if lo in rows else np.nan for lo, _ in bins])
+            axes.errorbar(x, mean, yerr=ci, marker="o", capsize=3, label=name)
+        counts = _bin_counts(next(iter(summaries.values())), bins)
+        bars = axes.bar(x, counts / max(counts.sum(), 1), width=0.6, color="0.8", zorder=0)
+        axes.bar_label(bars, labels=[f"n={c}" for c in counts], fontsize=7, color="0.35")
+        axes.set_xticks(x, [distance_bin_label(lo, hi) for lo, hi in bins])
+        axes.set_xlabel("geodesic distance from start to goal (m)")
+        axes.set_ylabel(f"{title} (bars: fraction of episodes)")
+        axes.set_ylim(0, 1.08)
+        axes.set_title(f"{title} vs. geodesic distance")
+        axes.grid(axis="y", alpha=0.3)
+    figure.legend(*figure.axes[0].get_legend_handles_labels(), loc="outside right upper", fontsize=8)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def _bin_counts(summary: dict, bins: list[tuple[float, float]]) -> np.ndarray:
+    rows = {b["min_geodesic"]: b["episodes"] for b in summary["by_distance"]}
+    return np.array([rows.get(lo, 0) for lo, _ in bins])
 
 
 def episode_map(sim: BatchSim, result: EpisodeResult, cell_pixels: int = 8) -> np.ndarray:

@@ -1,0 +1,107 @@
+"""A PointNavPolicy as an evaluation agent, and the simulator settings a policy needs.
+
+The agent keeps what a recurrent policy carries between steps (hidden state, previous actions) and resets
+it where an episode begins, as habitat-baselines' evaluation loop does. Sampled actions come from the
+agent's own seeded generator, so an evaluation is reproducible whatever else draws random numbers.
+"""
+
+from contextlib import contextmanager
+
+import torch
+
+from navzoo.errors import ConfigError
+from navzoo.models import PointNavPolicy, PolicyConfig
+from navzoo.sim.config import SimConfig
+
+ACTION_MODES = ("sampled", "deterministic")
+
+
+class PolicyAgent:
+    """Runs `policy` on N environments: `act(obs, first) -> actions [N]` (see navzoo.evaluation).
+
+    After each `act`, `last_value` [N] and `last_action_probs` [N, A] hold the critic's estimate and the
+    action distribution for the observations just acted on.
+    """
+
+    def __init__(self, policy: PointNavPolicy, num_envs: int, deterministic: bool = False, seed: int = 0):
+        self.policy = policy
+        self.name = policy.name or "policy"
+        self.deterministic = deterministic
+        self.device = policy.critic.fc.weight.device
+        self.hidden = policy.initial_state(num_envs, self.device)
+        self.prev_actions = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.generator = torch.Generator(device=self.device).manual_seed(seed)
+        self.last_value: torch.Tensor | None = None
+        self.last_action_probs: torch.Tensor | None = None
+
+    @property
+    def mode(self) -> str:
+        return "deterministic" if self.deterministic else "sampled"
+
+    def act(self, obs: dict[str, torch.Tensor], first: torch.Tensor) -> torch.Tensor:
+        """Actions [N] on `first`'s device; `first` [N] marks episodes that just began (state is reset)."""
+        obs = {k: v.to(self.device) for k, v in obs.items()}
+        masks = ~first.to(self.device)
+        with torch.inference_mode(), _eval_mode(self.policy):
+            out = self.policy(obs, self.hidden, self.prev_actions, masks)
+            probs = out.distribution.probs
+            if self.deterministic:
+                actions = probs.argmax(-1)
+            else:  # Categorical.sample takes no generator; multinomial does
+                actions = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+        self.hidden, self.prev_actions = out.hidden, actions
+        self.last_value, self.last_action_probs = out.value, probs
+        return actions.to(first.device)
+
+    def describe(self) -> dict:
+        """The model, for reports and replays: its name, architecture and provenance."""
+        return {
+            "name": self.policy.name,
+            "architecture": self.policy.config.to_dict(),
+            "provenance": self.policy.provenance,
+        }
+
+
+@contextmanager
+def _eval_mode(module: torch.nn.Module):
+    """Eval mode while evaluating (no updates of RGB running statistics); a training policy is restored."""
+    training = module.training
+    if training:
+        module.eval()
+    try:
+        yield
+    finally:
+        if training:
+            module.train()
+
+
+def sim_settings(config: PolicyConfig) -> dict:
+    """The SimConfig fields a policy fixes: the cameras it reads and, unless it is blind, their size."""
+    if config.is_blind:
+        return {"sensors": ()}
+    return {"sensors": config.visual_sensors, "resolution": tuple(config.resolution)}
+
+
+def check_sim_config(config: PolicyConfig, sim_config: SimConfig, label: str = "the model") -> None:
+    """Raise ConfigError, saying how to fix it, unless the simulator renders what the policy reads."""
+    if sim_config.task != "pointnav":
+        raise ConfigError("task", sim_config.task, f"'pointnav': {label} is a PointGoal policy")
+    missing = [s for s in config.visual_sensors if s not in sim_config.sensors]
+    if missing:
+        wanted = " ".join(config.visual_sensors)
+        raise ConfigError(
+            "sensors",
+            sim_config.sensors,
+            f"sensors including {', '.join(missing)}: {label} reads {wanted} "
+            f"(SimConfig(sensors={config.visual_sensors}); navzoo eval: pass --sensors {wanted} or leave "
+            "--sensors out)",
+        )
+    if config.visual_sensors and tuple(config.resolution) != sim_config.resolution:
+        h, w = config.resolution
+        flag = f"pass --resolution {h} or leave --resolution out" if h == w else "leave --resolution out"
+        raise ConfigError(
+            "resolution",
+            sim_config.resolution,
+            f"({h}, {w}): {label} expects {' '.join(config.visual_sensors)} images of {h}x{w} "
+            f"(SimConfig(resolution=({h}, {w})); navzoo eval: {flag})",
+        )
