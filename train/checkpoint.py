@@ -1,0 +1,90 @@
+"""Training checkpoints: one file per checkpoint, written atomically, holding everything to continue.
+
+A checkpoint holds the model, optimiser and loss-scaler states, counters, the resolved config, and for every
+worker its simulator state, its recurrent carry (hidden state, previous action, mask) and its RNG states, so
+that a resumed run continues exactly where the saved one was. Files are written to a temporary name, synced
+and renamed, so a crash never leaves a half-written checkpoint behind under a checkpoint's name. Only
+tensors and plain containers are stored, and they are read back with `torch.load(weights_only=True)`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from navzoo.errors import NavzooError
+
+CHECKPOINT_DIR = "checkpoints"
+_NAME = re.compile(r"^ckpt-(\d{9})\.pt$")
+
+
+class CheckpointError(NavzooError):
+    """A checkpoint is missing, unreadable or does not fit the run being resumed."""
+
+
+def checkpoint_path(run_dir: Path, update: int) -> Path:
+    return run_dir / CHECKPOINT_DIR / f"ckpt-{update:09d}.pt"
+
+
+def list_checkpoints(run_dir: Path) -> list[Path]:
+    folder = run_dir / CHECKPOINT_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if _NAME.match(p.name))
+
+
+def save_checkpoint(state: dict[str, Any], run_dir: Path, update: int, keep: int) -> Path:
+    """Atomically write checkpoint `update` and delete all but the newest `keep`."""
+    path = checkpoint_path(run_dir, update)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as f:
+        torch.save(state, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+    for old in list_checkpoints(run_dir)[:-keep]:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} does not exist") from None
+    except Exception as err:  # torch raises many kinds of errors on a damaged file
+        raise CheckpointError(
+            f"{path} cannot be read ({type(err).__name__}: {err}); delete it to resume from the one before"
+        ) from None
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    found = list_checkpoints(run_dir)
+    return found[-1] if found else None
+
+
+def rng_state(device: torch.device) -> dict[str, torch.Tensor]:
+    state = {"torch": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state: dict[str, torch.Tensor], device: torch.device) -> None:
+    torch.set_rng_state(state["torch"])
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,67 @@
+"""`navzoo train`: DD-PPO PointGoal training from a preset or YAML config with key=value overrides."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from navzoo.errors import ConfigError
+
+
+def register(subparsers) -> None:
+    from navzoo.train.config import preset_names
+
+    presets = ", ".join(preset_names())
+    parser = subparsers.add_parser(
+        "train",
+        help="train a PointGoal agent with DD-PPO",
+        description="Train a PointGoal agent with DD-PPO on the embedded simulator. Runs as one process, "
+        "or as many under torchrun (e.g. `torchrun --nproc-per-node 2 -m navzoo.cli train ...`). The run "
+        "folder gets checkpoints/, log.jsonl, tb/ (TensorBoard), learning_curve.png, and config.json + "
+        "model.safetensors, so navzoo.load(RUN_DIR) and `navzoo eval RUN_DIR` work.",
+        epilog=f"presets: {presets}. Example: navzoo train pointnav-depth-se-resnet9 total_frames=2e6 "
+        "sim.num_envs=32 --run-dir runs/depth",
+    )
+    parser.add_argument(
+        "config", nargs="?", default=None, help="a preset name or a YAML file (optional with --resume)"
+    )
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="e.g. ppo.lr=1e-4 sim.num_envs=32")
+    parser.add_argument("--run-dir", required=True, help="folder for checkpoints, logs and the trained model")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from the newest checkpoint in --run-dir (with its saved config unless one is given)",
+    )
+    parser.set_defaults(run=_run)
+
+
+def _run(args) -> int:
+    from navzoo.train.config import load_config
+    from navzoo.train.trainer import CONFIG_FILE, config_summary, train
+
+    run_dir = Path(args.run_dir)
+    config_source = args.config
+    overrides = list(args.overrides)
+    if config_source is not None and "=" in config_source:
+        overrides.insert(0, config_source)  # only overrides were given
+        config_source = None
+    if config_source is None:
+        if not args.resume:
+            raise ConfigError(
+                "config", None, "a preset or YAML file (or --resume with an existing --run-dir)"
+            )
+        config_source = run_dir / CONFIG_FILE
+        if not config_source.is_file():
+            raise ConfigError("run_dir", str(run_dir), f"a run folder holding {CONFIG_FILE} to resume")
+    config = load_config(config_source, overrides)
+    main_worker = os.environ.get("RANK", "0") == "0"
+    if main_worker:
+        print(f"navzoo train: {config_summary(config)} -> {run_dir}")
+    result = train(config, run_dir, resume=args.resume)
+    if not main_worker:
+        return 0
+    if result.stopped_by:
+        print(f"stopped by {result.stopped_by} at {result.frames:,} frames; continue with --resume")
+    else:
+        print(f"done: {result.updates} updates, {result.frames:,} frames; model in {run_dir}")
+    return 0

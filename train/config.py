@@ -1,0 +1,276 @@
+"""Training configuration: YAML presets plus `key=value` overrides, checked into frozen dataclasses.
+
+A config has four blocks and a few run-level fields:
+
+    model: bps-se-resnet9        # zoo architecture the policy is built from
+    policy: {hidden_size: 256}   # PolicyConfig fields that change it (sensors and resolution follow `sim`)
+    sim: {...}                   # SimConfig fields for each worker's batch of environments
+    ppo: {...}                   # PPOConfig: the learning algorithm
+    distributed: {...}           # DistributedConfig: preemption threshold, backend
+
+Overrides use dotted names, values parsed as YAML: `ppo.lr=1e-4 sim.num_envs=32 total_frames=2e6`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from navzoo.errors import ConfigError
+from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
+from navzoo.sim.config import SimConfig
+
+OPTIMIZERS = ("adam", "lamb")
+LR_SCALINGS = ("none", "sqrt")
+BACKENDS = ("auto", "gloo", "nccl")
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO with GAE; defaults are DD-PPO's (Wijmans et al. 2020, habitat-baselines ddppo config)."""
+
+    num_steps: int = 128  # rollout length per environment
+    ppo_epoch: int = 2
+    num_mini_batch: int = 2  # mini-batches split the environments; every one keeps whole sequences
+    clip_param: float = 0.2
+    value_loss_coef: float = 0.5
+    entropy_coef: float = 0.01
+    use_clipped_value_loss: bool = True
+    gamma: float = 0.99
+    tau: float = 0.95  # GAE lambda
+    use_normalized_advantage: bool = False
+    optimizer: str = "adam"  # "lamb": timm's Lamb, as BPS trains with large batches
+    lr: float = 2.5e-4
+    # "sqrt": lr * sqrt(B / reference_batch), B the frames of one mini-batch summed over workers (BPS)
+    lr_scaling: str = "none"
+    reference_batch: int = 256
+    eps: float = 1e-5
+    weight_decay: float = 0.0
+    max_grad_norm: float = 0.2
+    use_linear_lr_decay: bool = False
+    amp: bool = False  # mixed precision: float16 with loss scaling on CUDA, bfloat16 on CPU
+    vtrace: bool = False  # correct advantages for policy lag with V-trace (Espeholt et al. 2018)
+    vtrace_clip_rho: float = 1.0
+    vtrace_clip_c: float = 1.0
+
+    def validate(self) -> None:
+        for name in ("num_steps", "ppo_epoch", "num_mini_batch", "reference_batch"):
+            _positive_int(f"ppo.{name}", getattr(self, name))
+        for name in ("clip_param", "lr", "eps", "max_grad_norm", "vtrace_clip_rho", "vtrace_clip_c"):
+            _positive(f"ppo.{name}", getattr(self, name))
+        for name in ("gamma", "tau"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(f"ppo.{name}", getattr(self, name), "a number in [0, 1]")
+        for name in ("value_loss_coef", "entropy_coef", "weight_decay"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"ppo.{name}", getattr(self, name), "a number >= 0")
+        _one_of("ppo.optimizer", self.optimizer, OPTIMIZERS)
+        _one_of("ppo.lr_scaling", self.lr_scaling, LR_SCALINGS)
+
+
+@dataclass(frozen=True)
+class DistributedConfig:
+    # Once this fraction of workers has finished its rollout the others stop early (never before a
+    # quarter of the rollout). 1.0 turns preemption off.
+    sync_frac: float = 0.6
+    backend: str = "auto"  # gloo on CPU, nccl on CUDA
+    timeout_s: float = 600.0
+
+    def validate(self) -> None:
+        if not 0 < self.sync_frac <= 1:
+            raise ConfigError("distributed.sync_frac", self.sync_frac, "a fraction in (0, 1]")
+        _one_of("distributed.backend", self.backend, BACKENDS)
+        _positive("distributed.timeout_s", self.timeout_s)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: str = "bps-se-resnet9"
+    policy: dict[str, Any] = field(default_factory=dict)
+    sim: SimConfig = field(default_factory=lambda: SimConfig(split="train"))
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    total_frames: int = 10_000_000  # frames of experience summed over all workers
+    seed: int = 0
+    device: str = "auto"  # "auto": the worker's CUDA device when there is one, else CPU
+    checkpoint_every: int = 50  # updates between checkpoints (one is always written at the end)
+    keep_checkpoints: int = 3
+    log_every: int = 1  # updates between log lines
+    torch_threads: int = 0  # intra-op threads per worker; 0 splits the machine's cores between workers
+    # Simulator fields that differ on some workers, e.g. {1: {scene_families: [office-l]}}.
+    rank_sim_overrides: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        self.ppo.validate()
+        self.distributed.validate()
+        if self.sim.split != "train":
+            raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")
+        _positive_int("total_frames", self.total_frames)
+        for name in ("checkpoint_every", "keep_checkpoints", "log_every"):
+            _positive_int(name, getattr(self, name))
+        if not isinstance(self.torch_threads, int) or self.torch_threads < 0:
+            raise ConfigError("torch_threads", self.torch_threads, "0 (automatic) or a positive integer")
+        _one_of("device", self.device.split(":")[0], ("auto", "cpu", "cuda"))
+        for rank, overrides in self.rank_sim_overrides.items():
+            if not isinstance(rank, int) or not isinstance(overrides, dict):
+                raise ConfigError("rank_sim_overrides", {rank: overrides}, "{rank: {SimConfig field: value}}")
+            self.sim_for_rank(rank)
+        self.policy_config()
+
+    def policy_config(self) -> PolicyConfig:
+        """The zoo architecture `model` with `policy` overrides; sensors and resolution follow `sim`."""
+        from navzoo.zoo import model_entry
+
+        base = model_entry(self.model).config
+        sensors = tuple(self.sim.sensors) + ((GOAL_SENSOR,) if self.sim.task == "pointnav" else ())
+        if base.is_blind:
+            sensors = tuple(s for s in sensors if s == GOAL_SENSOR)
+            changes: dict[str, Any] = {"sensors": sensors}
+        else:
+            # normalize_visual_inputs=None re-derives it for the sensors (RGB: habitat's running mean/var).
+            changes = {
+                "sensors": sensors,
+                "resolution": tuple(self.sim.resolution),
+                "normalize_visual_inputs": None,
+            }
+        changes.update(self.policy)
+        try:
+            return base.replace(**changes)
+        except TypeError:
+            names = ", ".join(f.name for f in dataclasses.fields(PolicyConfig))
+            raise ConfigError("policy", sorted(self.policy), f"PolicyConfig fields: {names}") from None
+
+    def sim_for_rank(self, rank: int) -> SimConfig:
+        """Worker `rank`'s simulator: its own seed (so its own scene stream) and any rank overrides."""
+        changes = dict(self.rank_sim_overrides.get(rank, {}))
+        changes.setdefault("seed", self.seed * 1000 + rank)
+        try:
+            return self.sim.replace(**changes)
+        except TypeError:
+            raise ConfigError("rank_sim_overrides", changes, "SimConfig fields") from None
+
+    def frames_per_update(self, world_size: int) -> int:
+        return self.ppo.num_steps * self.sim.num_envs * world_size
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["sim"] = {k: list(v) if isinstance(v, tuple) else v for k, v in data["sim"].items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        if not isinstance(data, dict):
+            raise ConfigError("config", data, "a mapping of TrainConfig fields")
+        data = dict(data)
+        _check_keys("config", data, cls)
+        if "sim" in data:
+            sim = dict(data["sim"])
+            sim.setdefault("split", "train")
+            data["sim"] = SimConfig.from_dict(sim)
+        for name, kind in (("ppo", PPOConfig), ("distributed", DistributedConfig)):
+            if name in data:
+                _check_keys(name, data[name], kind)
+                data[name] = kind(**data[name])
+        if "total_frames" in data and isinstance(data["total_frames"], float):
+            data["total_frames"] = int(data["total_frames"])  # YAML reads 1e7 as a float
+        data["rank_sim_overrides"] = {int(k): v for k, v in (data.get("rank_sim_overrides") or {}).items()}
+        config = cls(**data)
+        config.validate()
+        return config
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name.removesuffix(".yaml") for p in _presets().iterdir() if p.name.endswith(".yaml"))
+
+
+def load_config(source: str | Path, overrides: list[str] = ()) -> TrainConfig:
+    """A preset name or a YAML file, then `key=value` overrides applied in order."""
+    path = Path(source)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise ConfigError("config", str(source), "an existing YAML file or a preset: " + _presets_text())
+        text = path.read_text()
+    elif source in preset_names():
+        text = (_presets() / f"{source}.yaml").read_text()
+    else:
+        raise ConfigError("config", str(source), "a YAML file or a preset: " + _presets_text())
+    try:
+        data = yaml.load(text, Loader=_YamlLoader) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError("config", str(source), f"valid YAML ({err})") from None
+    for item in overrides:
+        apply_override(data, item)
+    return TrainConfig.from_dict(data)
+
+
+def apply_override(data: dict[str, Any], item: str) -> None:
+    """Set `a.b.c=value` in a nested dict; the value is parsed as YAML (numbers, lists, booleans)."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key:
+        raise ConfigError("override", item, "key=value, e.g. ppo.lr=1e-4 or sim.num_envs=32")
+    *parents, leaf = key.split(".")
+    node = data
+    for name in parents:
+        node = node.setdefault(name, {})
+        if not isinstance(node, dict):
+            raise ConfigError("override", item, f"a key inside a block ({name!r} is not one)")
+    try:
+        node[leaf] = yaml.load(raw, Loader=_YamlLoader)
+    except yaml.YAMLError:
+        node[leaf] = raw
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """Safe YAML that also reads 1e-4 and 1e7 as numbers (YAML 1.1 wants a dot and a signed exponent)."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$"),
+    list("-+0123456789."),
+)
+
+
+def _presets():
+    return resources.files("navzoo.train") / "presets"
+
+
+def _presets_text() -> str:
+    return ", ".join(preset_names())
+
+
+def _check_keys(block: str, data: Any, kind: type) -> None:
+    if not isinstance(data, dict):
+        raise ConfigError(block, data, f"a mapping of {kind.__name__} fields")
+    known = {f.name for f in dataclasses.fields(kind)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        prefix = "" if block == "config" else f"{block}."
+        raise ConfigError(prefix + unknown[0], data[unknown[0]], "fields: " + ", ".join(sorted(known)))
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(name, value, "a positive integer")
+
+
+def _positive(name: str, value: Any) -> None:
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ConfigError(name, value, "a positive number")
+
+
+def _one_of(name: str, value: Any, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ConfigError(name, value, allowed)

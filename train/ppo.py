@@ -1,0 +1,205 @@
+"""The PPO update: clipped surrogate, (clipped) value loss, entropy bonus, optional V-trace targets.
+
+The maths is in small functions (`ppo_losses`, `vtrace`) that the tests check on hand-computed cases; the
+`PPO` class runs them over a rollout's mini-batches through DistributedDataParallel, so every backward
+pass all-reduces the gradients of all workers before the optimiser step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from navzoo.models.policy import PointNavPolicy
+from navzoo.train.config import PPOConfig
+from navzoo.train.rollout import MiniBatch, RolloutStorage
+
+
+@dataclass
+class Losses:
+    total: torch.Tensor
+    action: torch.Tensor
+    value: torch.Tensor
+    entropy: torch.Tensor
+    clip_fraction: torch.Tensor
+    approx_kl: torch.Tensor
+
+
+def ppo_losses(
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    entropy: torch.Tensor,
+    config: PPOConfig,
+) -> Losses:
+    """PPO's objective as habitat-baselines writes it (losses to minimise, means over all elements)."""
+    ratio = torch.exp(log_probs - old_log_probs)
+    clipped_ratio = ratio.clamp(1.0 - config.clip_param, 1.0 + config.clip_param)
+    action_loss = -torch.min(ratio * advantages, clipped_ratio * advantages).mean()
+    if config.use_clipped_value_loss:
+        clipped_values = old_values + (values - old_values).clamp(-config.clip_param, config.clip_param)
+        value_loss = 0.5 * torch.max((values - returns) ** 2, (clipped_values - returns) ** 2).mean()
+    else:
+        value_loss = 0.5 * ((values - returns) ** 2).mean()
+    entropy = entropy.mean()
+    total = config.value_loss_coef * value_loss + action_loss - config.entropy_coef * entropy
+    with torch.no_grad():
+        clip_fraction = ((ratio - 1.0).abs() > config.clip_param).float().mean()
+        approx_kl = (old_log_probs - log_probs).mean()
+    return Losses(total, action_loss, value_loss, entropy, clip_fraction, approx_kl)
+
+
+def vtrace(
+    behaviour_log_probs: torch.Tensor,
+    target_log_probs: torch.Tensor,
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    bootstrap: torch.Tensor,
+    discounts: torch.Tensor,
+    clip_rho: float = 1.0,
+    clip_c: float = 1.0,
+    lam: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """V-trace value targets v_s and policy-gradient advantages (IMPALA, Espeholt et al. 2018, eq. 1).
+
+    Inputs are [T, N]; `discounts` is gamma where the episode goes on after step t and 0 where it ended.
+    c_t carries IMPALA's lambda (section 4.2), so on-policy targets equal TD(lambda) returns. Advantages
+    are r_t + gamma v_{t+1} - V(x_t): PPO's clipped ratio stands in for IMPALA's rho_t factor.
+    """
+    ratio = torch.exp(target_log_probs - behaviour_log_probs)
+    rho = ratio.clamp(max=clip_rho)
+    c = lam * ratio.clamp(max=clip_c)
+    next_values = torch.cat([values[1:], bootstrap[None]])
+    deltas = rho * (rewards + discounts * next_values - values)
+    correction = torch.zeros_like(bootstrap)
+    targets = torch.empty_like(values)
+    for t in reversed(range(values.shape[0])):
+        correction = deltas[t] + discounts[t] * c[t] * correction
+        targets[t] = values[t] + correction
+    next_targets = torch.cat([targets[1:], bootstrap[None]])
+    advantages = rewards + discounts * next_targets - values
+    return targets, advantages
+
+
+class ActionEvaluator(nn.Module):
+    """`policy.evaluate_actions` as a forward(), so DistributedDataParallel can hook the backward pass."""
+
+    def __init__(self, policy: PointNavPolicy):
+        super().__init__()
+        self.policy = policy
+
+    def forward(self, observations, hidden, prev_actions, masks, actions):
+        result = self.policy.evaluate_actions(observations, hidden, prev_actions, masks, actions)
+        return result.value, result.log_prob, result.entropy
+
+
+class PPO:
+    def __init__(
+        self,
+        policy: PointNavPolicy,
+        config: PPOConfig,
+        lr: float,
+        device: torch.device,
+        distributed: bool,
+    ):
+        self.policy, self.config, self.device = policy, config, device
+        evaluator = ActionEvaluator(policy)
+        # With one worker there is nothing to all-reduce; DDP would only add its bookkeeping.
+        self.evaluator = (
+            DistributedDataParallel(evaluator, device_ids=[device] if device.type == "cuda" else None)
+            if distributed
+            else evaluator
+        )
+        params = [p for p in policy.parameters() if p.requires_grad]
+        if config.optimizer == "lamb":
+            from timm.optim import Lamb, param_groups_weight_decay
+
+            # Biases and 1-D parameters (norms, Fixup scales) get no decay, and timm's Lamb then skips
+            # the layer-wise trust ratio for them, which makes them plain Adam steps as in BPS.
+            groups = param_groups_weight_decay(policy, config.weight_decay)
+            self.optimizer = Lamb(groups, lr=lr, eps=config.eps, weight_decay=config.weight_decay)
+        else:
+            self.optimizer = torch.optim.Adam(params, lr=lr, eps=config.eps, weight_decay=config.weight_decay)
+        self.base_lr = lr
+        self.amp_dtype = (torch.float16 if device.type == "cuda" else torch.bfloat16) if config.amp else None
+        self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp_dtype == torch.float16)
+
+    def autocast(self):
+        if self.amp_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.amp_dtype)
+
+    def set_progress(self, fraction_done: float) -> float:
+        """Linear learning-rate decay to zero over the run (when enabled); returns the learning rate."""
+        lr = self.base_lr * (1.0 - fraction_done if self.config.use_linear_lr_decay else 1.0)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        return lr
+
+    def update(self, storage: RolloutStorage) -> dict[str, float]:
+        """PPO epochs over the rollout; returns the mean of each loss statistic over all mini-batches."""
+        cfg = self.config
+        sums: dict[str, float] = {}
+        count = 0
+        for _ in range(cfg.ppo_epoch):
+            for batch in storage.minibatches(cfg.num_mini_batch, cfg.use_normalized_advantage):
+                losses, grad_norm = self._step(batch)
+                stats = {
+                    k: float(getattr(losses, k).detach())
+                    for k in ("action", "value", "entropy", "clip_fraction", "approx_kl")
+                }
+                stats["grad_norm"] = grad_norm
+                for k, v in stats.items():
+                    sums[k] = sums.get(k, 0.0) + v
+                count += 1
+        return {k: v / count for k, v in sums.items()}
+
+    def _step(self, batch: MiniBatch) -> tuple[Losses, float]:
+        cfg = self.config
+        with self.autocast():
+            values, log_probs, entropy = self.evaluator(
+                batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.actions
+            )
+        values = values.float()
+        returns, advantages = batch.returns, batch.advantages
+        if cfg.vtrace:
+            # Targets from the current policy and value function; each mini-batch holds whole sequences.
+            returns, advantages = vtrace(
+                batch.log_probs,
+                log_probs.detach(),
+                batch.rewards,
+                values.detach(),
+                batch.bootstrap,
+                cfg.gamma * batch.next_masks.float(),
+                cfg.vtrace_clip_rho,
+                cfg.vtrace_clip_c,
+                cfg.tau,
+            )
+            if cfg.use_normalized_advantage:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-5)
+        losses = ppo_losses(
+            log_probs, batch.log_probs, advantages, values, batch.values, returns, entropy, cfg
+        )
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(losses.total).backward()
+        self.scaler.unscale_(self.optimizer)
+        params = [p for p in self.policy.parameters() if p.requires_grad]
+        grad_norm = float(nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        return losses, grad_norm if math.isfinite(grad_norm) else float("nan")
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])

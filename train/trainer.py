@@ -1,0 +1,361 @@
+"""DD-PPO: every worker collects a rollout in its own batch of environments, then all of them take the same
+PPO steps with gradients all-reduced by DistributedDataParallel (Wijmans et al. 2020).
+
+One update: collect up to `ppo.num_steps` steps (stopping early once enough workers are done, see
+RolloutPreemption), compute GAE, run the PPO epochs, all-reduce the statistics, log, and checkpoint at the
+interval. SIGTERM (and SLURM's SIGUSR1, which also requeues the job) makes every worker finish the current
+update, write a checkpoint and exit.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import yaml
+
+from navzoo.errors import ConfigError
+from navzoo.hub.weights import save_pretrained
+from navzoo.models import PointNavPolicy
+from navzoo.sim.batch_sim import BatchSim
+from navzoo.train import checkpoint as ckpt
+from navzoo.train.config import TrainConfig
+from navzoo.train.distributed import (
+    RolloutPreemption,
+    Workers,
+    all_reduce,
+    close_workers,
+    init_workers,
+    restart_count,
+)
+from navzoo.train.logger import TrainLogger, plot_learning_curve
+from navzoo.train.ppo import PPO
+from navzoo.train.rollout import RolloutStorage
+
+CONFIG_FILE = "train_config.yaml"
+CHECKPOINT_FORMAT = "navzoo-train-checkpoint"
+EPISODE_METRICS = {
+    "pointnav": ("success", "spl", "distance_to_goal"),
+    "flee": ("flee_distance",),
+    "explore": ("visited_cells",),
+}
+COMMON_METRICS = ("episode_return", "num_steps", "path_length", "collisions")
+STATS_WINDOW = 20  # updates whose finished episodes make up the logged episode metrics
+
+
+@dataclass
+class TrainResult:
+    run_dir: Path
+    updates: int
+    frames: int
+    stopped_by: str | None  # name of the signal that ended the run early
+    metrics: dict[str, float]
+
+
+def train(config: TrainConfig, run_dir: str | Path, resume: bool = False) -> TrainResult:
+    """Train in this process; under torchrun every worker calls this with the same arguments."""
+    workers = init_workers(config.distributed, config.device)
+    try:
+        return Trainer(config, Path(run_dir), workers).run(resume or restart_count() > 0)
+    finally:
+        close_workers()
+
+
+class Trainer:
+    def __init__(self, config: TrainConfig, run_dir: Path, workers: Workers):
+        self.config, self.run_dir, self.workers = config, run_dir, workers
+        self.device = workers.device
+        cores = os.cpu_count() or 1
+        torch.set_num_threads(config.torch_threads or max(1, cores // workers.local_world_size))
+        torch.manual_seed(config.seed)  # the same initial parameters on every worker
+        self.policy = PointNavPolicy(config.policy_config()).to(self.device)
+        self.policy.train()
+        torch.manual_seed(config.seed * 1000 + workers.rank + 1)  # each worker's own action samples
+        self.sim = BatchSim(config.sim_for_rank(workers.rank).replace(device=str(self.device)))
+        self.frames_per_update = config.frames_per_update(workers.world_size)
+        lr = config.ppo.lr
+        if config.ppo.lr_scaling == "sqrt":
+            batch = self.frames_per_update / config.ppo.num_mini_batch
+            lr *= math.sqrt(batch / config.ppo.reference_batch)
+        self.ppo = PPO(self.policy, config.ppo, lr, self.device, workers.distributed)
+        self.preemption = RolloutPreemption(
+            workers.store, workers.world_size, config.distributed.sync_frac, config.ppo.num_steps
+        )
+        self.update = self.frames = self.episodes = 0
+        self.elapsed_s = 0.0
+        self.window: deque[dict[str, float]] = deque(maxlen=STATS_WINDOW)
+        self.stop_signal: int | None = None  # set by a signal handler on this worker
+        self.stop_reason: str | None = None  # set on every worker at once, from the all-reduced flag
+
+    # --- the loop ----------------------------------------------------------------------------------
+    def run(self, resume: bool) -> TrainResult:
+        cfg, workers = self.config, self.workers
+        found = ckpt.latest_checkpoint(self.run_dir)
+        if found is not None and not resume:
+            raise ConfigError(
+                "run_dir", str(self.run_dir), "a new folder, or pass --resume to continue the run saved there"
+            )
+        if workers.is_main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            if found is None:
+                (self.run_dir / CONFIG_FILE).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        dist.barrier()
+        observations = self.sim.reset()
+        storage = RolloutStorage(
+            cfg.ppo.num_steps, observations, self.policy.initial_state(self.sim.num_envs)
+        )
+        if found is not None:
+            self._restore(ckpt.load_checkpoint(found), storage, found)
+        logger = TrainLogger(self.run_dir, cfg.total_frames, self.frames, enabled=workers.is_main)
+        logger.event(
+            event="resume" if found else "start",
+            update=self.update,
+            frames=self.frames,
+            world_size=workers.world_size,
+            restart=restart_count(),
+        )
+        self._install_signal_handlers()
+        hidden = storage.hidden.clone()
+        metrics: dict[str, float] = {}
+        try:
+            while self.frames < cfg.total_frames and self.stop_reason is None:
+                started = time.perf_counter()
+                hidden, rollout = self._collect(storage, hidden)
+                learn_start = time.perf_counter()
+                progress = min(1.0, self.frames / cfg.total_frames)
+                lr = self.ppo.set_progress(progress)
+                losses = self.ppo.update(storage)
+                storage.after_update(hidden)
+                learning_s = time.perf_counter() - learn_start
+                metrics = self._reduce(rollout, losses, learning_s, started, lr)
+                if self.update % cfg.log_every == 0 or self.frames >= cfg.total_frames:
+                    logger.log(self.frames, metrics)
+                logger.advance(self.frames)
+                finished = self.frames >= cfg.total_frames or self.stop_reason is not None
+                if finished or self.update % cfg.checkpoint_every == 0:
+                    path = self._checkpoint(storage, metrics)
+                    logger.event(event="checkpoint", update=self.update, frames=self.frames, path=path)
+        finally:
+            logger.close()
+            self.sim.close()
+        if workers.is_main:
+            plot_learning_curve(self.run_dir)
+            if self.stop_reason == "SIGUSR1":
+                _requeue_slurm_job()
+        return TrainResult(self.run_dir, self.update, self.frames, self.stop_reason, metrics)
+
+    def _collect(self, storage: RolloutStorage, hidden: torch.Tensor):
+        """One rollout; returns the recurrent state after it and this worker's sums of statistics."""
+        cfg = self.config
+        self.preemption.begin(self.update)
+        metric_names = COMMON_METRICS + EPISODE_METRICS[cfg.sim.task]
+        sums = dict.fromkeys(("episodes", *metric_names), 0.0)
+        sim_s = inference_s = 0.0
+        for step in range(cfg.ppo.num_steps):
+            if self.preemption.should_stop(step):
+                break
+            t0 = time.perf_counter()
+            observations, prev_actions, masks = storage.current()
+            with torch.no_grad(), self.ppo.autocast():
+                act = self.policy.act(observations, hidden, prev_actions, masks)
+            t1 = self._sync_time()
+            next_observations, rewards, dones, info = self.sim.step(act.action)
+            t2 = self._sync_time()
+            storage.insert(act.action, act.log_prob, act.value.float(), rewards, next_observations, dones)
+            hidden = act.hidden.float()
+            episode = info.get("episode")
+            if episode is not None:
+                sums["episodes"] += float(dones.sum())
+                for name in metric_names:
+                    sums[name] += float(episode[name][dones].sum())
+            inference_s += t1 - t0
+            sim_s += t2 - t1
+        else:
+            self.preemption.finished()
+        t0 = time.perf_counter()
+        observations, prev_actions, masks = storage.current()
+        with torch.no_grad(), self.ppo.autocast():
+            bootstrap = self.policy(observations, hidden, prev_actions, masks).value.float()
+        storage.compute_returns(bootstrap, cfg.ppo.gamma, cfg.ppo.tau)
+        inference_s += self._sync_time() - t0
+        steps = storage.length
+        return hidden, {
+            **sums,
+            "steps": steps,
+            "preempted": float(steps < cfg.ppo.num_steps),
+            "sim_s": sim_s,
+            "inference_s": inference_s,
+        }
+
+    def _reduce(self, rollout: dict, losses: dict, learning_s: float, started: float, lr: float) -> dict:
+        """All-reduce this update's statistics; update counters and the episode window."""
+        world = self.workers.world_size
+        local = {f"rollout/{k}": v for k, v in rollout.items()}
+        local.update({f"loss/{k}": v for k, v in losses.items()})
+        local["rollout/learning_s"] = learning_s
+        local["rollout/frames"] = rollout["steps"] * self.sim.num_envs
+        local["rollout/min_steps"] = -rollout["steps"]  # max of the negation is the min
+        # The signal number, so every worker learns which signal stopped the run (0: none).
+        local["stop"] = float(self.stop_signal or 0)
+        maxed = {k: v for k, v in local.items() if k in ("rollout/min_steps", "stop")}
+        total = all_reduce({k: v for k, v in local.items() if k not in maxed}, self.device)
+        total.update(all_reduce(maxed, self.device, op="max"))
+        if total["stop"]:
+            self.stop_reason = signal.Signals(int(total["stop"])).name
+        self.update += 1
+        frames = int(total["rollout/frames"])
+        self.frames += frames
+        self.episodes += int(total["rollout/episodes"])
+        wall = time.perf_counter() - started
+        self.elapsed_s += wall
+        episode_sums = {k.removeprefix("rollout/"): v for k, v in total.items() if k.startswith("rollout/")}
+        self.window.append({k: episode_sums[k] for k in ("episodes", *self._metric_names())})
+        count = sum(w["episodes"] for w in self.window)
+        metrics: dict[str, float] = {}
+        for name in self._metric_names():
+            metrics[f"episode/{name}"] = sum(w[name] for w in self.window) / count if count else math.nan
+        metrics.update({k: v / world for k, v in total.items() if k.startswith("loss/")})
+        sim_s, inference_s = total["rollout/sim_s"] / world, total["rollout/inference_s"] / world
+        learn_s = total["rollout/learning_s"] / world
+        busy = sim_s + inference_s + learn_s
+        metrics.update(
+            {
+                "perf/fps": frames / wall,
+                "perf/sim_fraction": sim_s / busy,
+                "perf/inference_fraction": inference_s / busy,
+                "perf/learning_fraction": learn_s / busy,
+                "perf/update_s": wall,
+                "rollout/steps_mean": total["rollout/steps"] / world,
+                "rollout/steps_min": -total["rollout/min_steps"],
+                "rollout/preempted_workers": total["rollout/preempted"],
+                "train/lr": lr,
+                "train/update": self.update,
+                "train/episodes": self.episodes,
+            }
+        )
+        return metrics
+
+    def _metric_names(self) -> tuple[str, ...]:
+        return COMMON_METRICS + EPISODE_METRICS[self.config.sim.task]
+
+    def _sync_time(self) -> float:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter()
+
+    # --- checkpoints ---------------------------------------------------------------------------------
+    def _checkpoint(self, storage: RolloutStorage, metrics: dict[str, float]) -> str:
+        """Gather every worker's state on the main worker, which writes the checkpoint and the model."""
+        worker_state = {
+            "sim": self.sim.state_dict(),
+            "carry": storage.carry_state(),
+            "rng": ckpt.rng_state(self.device),
+        }
+        gathered = [None] * self.workers.world_size if self.workers.is_main else None
+        dist.gather_object(worker_state, gathered, dst=0)
+        path = ckpt.checkpoint_path(self.run_dir, self.update)
+        if self.workers.is_main:
+            state = {
+                "format": CHECKPOINT_FORMAT,
+                "version": 1,
+                "config": self.config.to_dict(),
+                "model": self.policy.state_dict(),
+                "ppo": self.ppo.state_dict(),
+                "counters": {
+                    "update": self.update,
+                    "frames": self.frames,
+                    "episodes": self.episodes,
+                    "elapsed_s": self.elapsed_s,
+                },
+                "window": list(self.window),
+                "world_size": self.workers.world_size,
+                "workers": gathered,
+            }
+            ckpt.save_checkpoint(state, self.run_dir, self.update, self.config.keep_checkpoints)
+            self._export_model(metrics)
+        dist.barrier()  # nobody runs ahead of a checkpoint that a restart would go back to
+        return str(path)
+
+    def _restore(self, state: dict, storage: RolloutStorage, path: Path) -> None:
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise ckpt.CheckpointError(f"{path} is not a navzoo training checkpoint")
+        if state["world_size"] != self.workers.world_size:
+            raise ckpt.CheckpointError(
+                f"{path} was written by {state['world_size']} workers and this run has "
+                f"{self.workers.world_size}; resume with --nproc-per-node (and nodes) giving "
+                f"{state['world_size']} workers, so every worker gets back its environments"
+            )
+        self.policy.load_state_dict(state["model"])
+        self.ppo.load_state_dict(state["ppo"])
+        counters = state["counters"]
+        self.update, self.frames = counters["update"], counters["frames"]
+        self.episodes, self.elapsed_s = counters["episodes"], counters["elapsed_s"]
+        self.window = deque(state["window"], maxlen=STATS_WINDOW)
+        mine = state["workers"][self.workers.rank]
+        self.sim.load_state_dict(mine["sim"])
+        to_device = {k: v.to(self.device) for k, v in mine["carry"].items()}
+        storage.load_carry_state(to_device, self.sim.observe())
+        ckpt.set_rng_state(mine["rng"], self.device)
+
+    def _export_model(self, metrics: dict[str, float]) -> None:
+        """config.json + model.safetensors at the top of the run folder, so navzoo.load(run_dir) works."""
+        provenance = {
+            "source": "navzoo train",
+            "run": self.run_dir.name,
+            "train_config": self.config.to_dict(),
+            "frames": self.frames,
+            "updates": self.update,
+            "wall_time_s": round(self.elapsed_s, 1),
+            "workers": self.workers.world_size,
+            "machine": _machine(self.device),
+            "training_episodes": {
+                k.removeprefix("episode/"): v for k, v in metrics.items() if k.startswith("episode/")
+            },
+        }
+        staging = self.run_dir / ".export"
+        shutil.rmtree(staging, ignore_errors=True)
+        save_pretrained(self.policy, staging, name=self.run_dir.name, provenance=provenance)
+        for item in staging.iterdir():
+            os.replace(item, self.run_dir / item.name)
+        staging.rmdir()
+
+    # --- signals ------------------------------------------------------------------------------------
+    def _install_signal_handlers(self) -> None:
+        def stop(signum, _frame):
+            self.stop_signal = signum
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGUSR1, stop)
+
+
+def _machine(device: torch.device) -> dict[str, str]:
+    info = {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__}
+    info["cpu_count"] = str(os.cpu_count())
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    return info
+
+
+def _requeue_slurm_job() -> None:
+    job = os.environ.get("SLURM_JOB_ID")
+    if job:
+        subprocess.run(["scontrol", "requeue", job], check=False)
+
+
+def config_summary(config: TrainConfig) -> str:
+    policy = config.policy_config()
+    return (
+        f"{config.model} ({policy.backbone or 'blind'}, {'+'.join(policy.sensors)}), "
+        f"{config.sim.num_envs} envs x {config.ppo.num_steps} steps per worker, "
+        f"{config.total_frames:,} frames"
+    )
