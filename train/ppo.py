@@ -125,7 +125,9 @@ class PPO:
             # Biases and 1-D parameters (norms, Fixup scales) get no decay, and timm's Lamb then skips
             # the layer-wise trust ratio for them, which makes them plain Adam steps as in BPS.
             groups = param_groups_weight_decay(policy, config.weight_decay)
-            self.optimizer = Lamb(groups, lr=lr, eps=config.eps, weight_decay=config.weight_decay)
+            self.optimizer = Lamb(
+                groups, lr=lr, eps=config.eps, weight_decay=config.weight_decay, max_grad_norm=None
+            )  # gradients are already clipped below
         else:
             self.optimizer = torch.optim.Adam(params, lr=lr, eps=config.eps, weight_decay=config.weight_decay)
         self.base_lr = lr
