@@ -112,6 +112,10 @@ class TrainConfig:
         self.distributed.validate()
         if self.sim.split != "train":
             raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")
+        if self.sim.num_envs < self.ppo.num_mini_batch:
+            raise ConfigError(
+                "ppo.num_mini_batch", self.ppo.num_mini_batch, f"at most sim.num_envs={self.sim.num_envs}"
+            )
         _positive_int("total_frames", self.total_frames)
         for name in ("checkpoint_every", "keep_checkpoints", "log_every"):
             _positive_int(name, getattr(self, name))
@@ -173,7 +177,10 @@ class TrainConfig:
         if "sim" in data:
             sim = dict(data["sim"])
             sim.setdefault("split", "train")
-            data["sim"] = SimConfig.from_dict(sim)
+            try:
+                data["sim"] = SimConfig.from_dict(sim)
+            except ConfigError as err:
+                raise ConfigError(f"sim.{err.field}", err.value, err.allowed) from None
         for name, kind in (("ppo", PPOConfig), ("distributed", DistributedConfig)):
             if name in data:
                 _check_keys(name, data[name], kind)

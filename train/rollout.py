@@ -106,7 +106,7 @@ class RolloutStorage:
         if normalize_advantage:
             advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-5)
         order = torch.randperm(self.num_envs, device=self.hidden.device)
-        for idx in order.chunk(num_mini_batch):
+        for idx in order.tensor_split(num_mini_batch):  # exactly num_mini_batch groups, unlike chunk()
             yield MiniBatch(
                 observations={k: v[:length, idx] for k, v in self.observations.items()},
                 hidden=self.hidden[idx],

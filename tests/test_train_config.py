@@ -1,0 +1,248 @@
+"""Training configuration: presets, key=value overrides, YAML files, round trips and BPS lr scaling."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+import yaml
+
+from navzoo.errors import ConfigError
+from navzoo.models import GOAL_SENSOR
+from navzoo.train import trainer as trainer_module
+from navzoo.train.config import TrainConfig, apply_override, load_config, preset_names
+
+PRESETS = preset_names()
+
+
+def test_presets_are_found():
+    assert "pointnav-blind" in PRESETS
+    assert len(PRESETS) >= 5
+
+
+# --- presets ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_loads_and_its_policy_follows_the_sim(name):
+    config = load_config(name)
+    config.validate()
+    assert config.sim.split == "train"
+    policy = config.policy_config()
+    if config.sim.task == "pointnav":
+        assert GOAL_SENSOR in policy.sensors
+    if policy.is_blind:
+        assert policy.sensors == (GOAL_SENSOR,)  # no camera at all
+        assert policy.resolution is None
+        assert policy.visual_sensors == ()
+    else:
+        assert policy.resolution == tuple(config.sim.resolution)
+        assert policy.visual_sensors == tuple(s for s in ("depth", "rgb") if s in config.sim.sensors)
+        # habitat's running mean/var normalisation is on exactly for RGB inputs
+        assert policy.normalize_visual_inputs == ("rgb" in config.sim.sensors)
+
+
+def test_rgb_presets_normalize_visual_inputs():
+    rgb = [name for name in PRESETS if "rgb" in name]
+    assert rgb
+    for name in rgb:
+        assert load_config(name).policy_config().normalize_visual_inputs is True
+
+
+def test_policy_resolution_follows_sim_overrides():
+    config = load_config("pointnav-depth-se-resnet9", ["sim.resolution=[32, 32]", "policy.hidden_size=16"])
+    policy = config.policy_config()
+    assert policy.resolution == (32, 32)
+    assert policy.hidden_size == 16
+    # the blind agent ignores cameras even if the simulator renders them
+    blind = load_config("pointnav-blind", ["sim.sensors=[depth, rgb]"]).policy_config()
+    assert blind.sensors == (GOAL_SENSOR,)
+
+
+# --- overrides ---------------------------------------------------------------------------------------------
+
+
+def test_override_values_are_parsed():
+    # plain YAML 1.1 reads 1e-4 and 2e6 as strings (it wants a dot and a signed exponent)
+    assert yaml.safe_load("1e-4") == "1e-4"
+    config = load_config(
+        "pointnav-blind",
+        ["ppo.lr=1e-4", "total_frames=2e6", "sim.num_envs=8", "sim.scene_families=[apartment-s]"],
+    )
+    assert config.ppo.lr == 1e-4 and isinstance(config.ppo.lr, float)
+    assert config.total_frames == 2_000_000 and isinstance(config.total_frames, int)
+    assert config.sim.num_envs == 8
+    assert config.sim.scene_families == ("apartment-s",)
+
+
+def test_overrides_apply_in_order_and_make_blocks():
+    data = {}
+    apply_override(data, "ppo.lr=1e-3")
+    apply_override(data, "ppo.lr=2e-3")
+    apply_override(data, "ppo.use_linear_lr_decay=true")
+    assert data == {"ppo": {"lr": 2e-3, "use_linear_lr_decay": True}}
+
+
+@pytest.mark.parametrize(
+    ("override", "field", "allowed"),
+    [
+        ("ppo.lrr=1", "ppo.lrr", "clip_param"),  # unknown PPO field: the message lists PPOConfig's
+        ("foo=1", "foo", "total_frames"),  # unknown run-level field
+        ("distributed.sink_frac=0.5", "distributed.sink_frac", "sync_frac"),
+        ("sim.bogus=1", "sim.bogus", "scene_families"),
+        ("policy.bogus=1", "policy", "hidden_size"),
+    ],
+)
+def test_bad_key_names_the_allowed_fields(override, field, allowed):
+    with pytest.raises(ConfigError) as err:
+        load_config("pointnav-blind", [override])
+    assert err.value.field == field
+    assert allowed in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("ppo.clip_param=-1", "ppo.clip_param"),
+        ("sim.split=val", "sim.split"),  # training only on the train split
+        ("distributed.sync_frac=0", "distributed.sync_frac"),
+        ("ppo.gamma=1.5", "ppo.gamma"),
+        ("ppo.optimizer=sgd", "ppo.optimizer"),
+        ("ppo.num_steps=0", "ppo.num_steps"),
+        ("total_frames=0", "total_frames"),
+    ],
+)
+def test_bad_value_raises(override, field):
+    with pytest.raises(ConfigError) as err:
+        load_config("pointnav-blind", [override])
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize("override", ["ppo.lr", "=1", "ppo.lr.x=1"])
+def test_malformed_override_raises(override):
+    with pytest.raises(ConfigError) as err:
+        load_config("pointnav-blind", [override])
+    assert err.value.field == "override"
+
+
+def test_fewer_envs_than_mini_batches_is_rejected():
+    with pytest.raises(ConfigError):
+        load_config("pointnav-blind", ["sim.num_envs=1", "ppo.num_mini_batch=2"])
+
+
+# --- files --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".yml"])
+def test_yaml_file(tmp_path, suffix):
+    path = tmp_path / f"run{suffix}"
+    path.write_text("model: pointnav-blind\nsim:\n  num_envs: 2\n  sensors: []\nppo:\n  lr: 1e-4\n")
+    config = load_config(path, ["ppo.num_steps=8"])
+    assert config.model == "pointnav-blind"
+    assert config.sim.num_envs == 2
+    assert config.ppo.lr == 1e-4  # numbers in files get the same parsing as overrides
+    assert config.ppo.num_steps == 8
+    assert load_config(str(path)) == load_config(path)
+
+
+@pytest.mark.parametrize("source", ["missing.yaml", "no-such-preset"])
+def test_missing_file_or_unknown_preset_lists_presets(tmp_path, source):
+    target = tmp_path / source if source.endswith(".yaml") else source
+    with pytest.raises(ConfigError) as err:
+        load_config(target)
+    assert err.value.field == "config"
+    for name in PRESETS:
+        assert name in str(err.value)
+
+
+def test_invalid_yaml_raises(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("ppo: [unclosed\n")
+    with pytest.raises(ConfigError):
+        load_config(path)
+
+
+# --- round trip ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_to_dict_round_trips_through_yaml(tmp_path, name):
+    config = load_config(name)
+    path = tmp_path / "train_config.yaml"
+    path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))  # as the trainer writes it
+    assert load_config(path) == config
+
+
+def test_round_trip_with_overrides(tmp_path):
+    config = load_config(
+        "pointnav-blind",
+        [
+            "policy.hidden_size=16",
+            "ppo.lr=1e-4",
+            "sim.scene_families=[apartment-s, office]",
+            "rank_sim_overrides.1.scene_families=[office-l]",
+        ],
+    )
+    assert config.rank_sim_overrides == {1: {"scene_families": ["office-l"]}}
+    assert config.sim_for_rank(1).scene_families == ("office-l",)
+    path = tmp_path / "train_config.yaml"
+    path.write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    loaded = load_config(path)
+    assert loaded == config
+    assert loaded.to_dict() == config.to_dict()
+
+
+def test_from_dict_defaults():
+    # an empty config is the default TrainConfig (simulator on the train split)
+    assert TrainConfig.from_dict({}) == TrainConfig()
+
+
+# --- BPS learning-rate scaling ---------------------------------------------------------------------------
+
+
+def scaled_lr(monkeypatch, config: TrainConfig, world_size: int) -> float:
+    """The learning rate Trainer.__init__ hands to PPO, without a process group or a simulator.
+
+    `workers` is a stand-in for navzoo.train.distributed.Workers (world_size is only used for the batch
+    size here; distributed=False keeps PPO from wrapping the policy in DistributedDataParallel).
+    """
+    monkeypatch.setattr(trainer_module, "BatchSim", lambda sim_config: None)
+    workers = SimpleNamespace(
+        rank=0,
+        world_size=world_size,
+        local_rank=0,
+        local_world_size=1,
+        device=torch.device("cpu"),
+        store=None,
+        distributed=False,
+        is_main=True,
+    )
+    threads = torch.get_num_threads()
+    try:
+        with torch.random.fork_rng():
+            trainer = trainer_module.Trainer(config, run_dir=None, workers=workers)
+    finally:
+        torch.set_num_threads(threads)
+    assert trainer.ppo.optimizer.param_groups[0]["lr"] == trainer.ppo.base_lr
+    return trainer.ppo.base_lr
+
+
+@pytest.mark.parametrize(
+    ("overrides", "world_size", "expected"),
+    [
+        # blind preset: 32 steps x 64 envs / 2 mini-batches = 1024 frames per mini-batch:
+        # 5e-4 * sqrt(1024 / 256) = 1e-3
+        ([], 1, 1e-3),
+        # 4 workers: 4096 frames per mini-batch (summed over workers): 5e-4 * sqrt(16) = 2e-3
+        ([], 4, 2e-3),
+        # 8 envs: 32 * 8 / 2 = 128 frames: 5e-4 * sqrt(0.5)
+        (["sim.num_envs=8"], 1, 5e-4 * math.sqrt(0.5)),
+        # reference_batch 1024 with 1024 frames: unscaled
+        (["ppo.reference_batch=1024"], 1, 5e-4),
+        # no scaling asked for
+        (["ppo.lr_scaling=none"], 4, 5e-4),
+    ],
+)
+def test_bps_lr_scaling(monkeypatch, overrides, world_size, expected):
+    config = load_config("pointnav-blind", ["policy.hidden_size=16", "torch_threads=1", *overrides])
+    assert scaled_lr(monkeypatch, config, world_size) == pytest.approx(expected, rel=1e-9)
