@@ -1,8 +1,8 @@
 """Workers and their synchronisation: the process group, all-reduced statistics, rollout preemption.
 
 Every worker runs the same code. Under torchrun (single- or multi-node) the process group comes from the
-environment torchrun sets (RANK, WORLD_SIZE, MASTER_ADDR, ...); run directly, the process is a group of
-one, so the trainer has a single code path.
+environment torchrun sets (RANK, WORLD_SIZE, MASTER_ADDR, ...), under `srun` from SLURM's; run directly,
+the process is a group of one, so the trainer has a single code path.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def restart_count() -> int:
 
 
 def init_workers(config: DistributedConfig, device: str = "auto") -> Workers:
+    _adopt_slurm_environment()
     rank = int(os.environ.get("RANK", "0"))
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
@@ -60,6 +61,20 @@ def init_workers(config: DistributedConfig, device: str = "auto") -> Workers:
             dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     store = _preemption_store(rank, world_size, timeout)
     return Workers(rank, world_size, local_rank, local_world_size, worker_device, store)
+
+
+def _adopt_slurm_environment() -> None:
+    """Workers started by `srun` (one task per GPU) read their rank from SLURM's variables.
+
+    Only when the job script has exported MASTER_ADDR and MASTER_PORT (see train/slurm/train.sbatch) and
+    torchrun has not set RANK: a single `python -m navzoo.cli train` inside an allocation stays one worker.
+    """
+    if "RANK" in os.environ or "MASTER_ADDR" not in os.environ or "SLURM_PROCID" not in os.environ:
+        return
+    os.environ["RANK"] = os.environ["SLURM_PROCID"]
+    os.environ["WORLD_SIZE"] = os.environ.get("SLURM_NTASKS", "1")
+    os.environ["LOCAL_RANK"] = os.environ.get("SLURM_LOCALID", "0")
+    os.environ["LOCAL_WORLD_SIZE"] = os.environ.get("SLURM_NTASKS_PER_NODE", "1").split("(")[0]
 
 
 def close_workers() -> None:

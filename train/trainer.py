@@ -347,9 +347,15 @@ def _machine(device: torch.device) -> dict[str, str]:
 
 
 def _requeue_slurm_job() -> None:
+    """Put this SLURM job back in the queue; its next start resumes from the checkpoint just written."""
     job = os.environ.get("SLURM_JOB_ID")
-    if job:
-        subprocess.run(["scontrol", "requeue", job], check=False)
+    if not job:
+        return
+    try:
+        subprocess.run(["scontrol", "requeue", job], check=True)
+        print(f"requeued SLURM job {job}", flush=True)
+    except (OSError, subprocess.CalledProcessError) as err:
+        print(f"could not requeue SLURM job {job} ({err}); resubmit it with --resume", flush=True)
 
 
 def config_summary(config: TrainConfig) -> str:
