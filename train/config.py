@@ -77,8 +77,9 @@ class PPOConfig:
 
 @dataclass(frozen=True)
 class DistributedConfig:
-    # Once this fraction of workers has finished its rollout the others stop early (never before a
-    # quarter of the rollout). 1.0 turns preemption off.
+    # Once at least sync_frac * workers have finished their rollouts the others stop early (never before a
+    # quarter of the rollout). 1.0 turns preemption off; so does 0.6 with 2 workers (1.2 would have to be
+    # done, and a straggler is never counted), so use 0.5 there.
     sync_frac: float = 0.6
     backend: str = "auto"  # gloo on CPU, nccl on CUDA
     timeout_s: float = 600.0

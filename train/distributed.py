@@ -53,6 +53,13 @@ def init_workers(config: DistributedConfig, device: str = "auto") -> Workers:
         backend = "nccl" if worker_device.type == "cuda" else "gloo"
     if backend == "nccl" and worker_device.type != "cuda":
         raise ConfigError("distributed.backend", "nccl", "'gloo' or 'auto' when training on CPU")
+    if backend == "nccl" and local_world_size > torch.cuda.device_count():
+        raise ConfigError(
+            "distributed.backend",
+            "nccl",
+            f"'gloo' when {local_world_size} workers share {torch.cuda.device_count()} GPU(s) on a node "
+            "(NCCL needs one GPU per worker), or start at most one worker per GPU",
+        )
     timeout = datetime.timedelta(seconds=config.timeout_s)
     if not dist.is_initialized():
         if world_size > 1:
