@@ -63,11 +63,37 @@ def init_workers(config: DistributedConfig, device: str = "auto") -> Workers:
     timeout = datetime.timedelta(seconds=config.timeout_s)
     if not dist.is_initialized():
         if world_size > 1:
-            dist.init_process_group(backend, timeout=timeout)
+            store = _restart_scoped_store(world_size, timeout)
+            dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
         else:
             dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
     store = _preemption_store(rank, world_size, timeout)
     return Workers(rank, world_size, local_rank, local_world_size, worker_device, store)
+
+
+def _restart_scoped_store(world_size: int, timeout: datetime.timedelta) -> dist.Store:
+    """The process group's store, with this restart attempt's keys kept apart from earlier attempts'.
+
+    torchrun lends its workers the rendezvous TCPStore and keeps it across restarts with the old
+    attempt's keys in it, so restarted gloo workers could read a dead worker's address (pytorch#135712).
+    Outside torchrun the usual env:// store is fine.
+    """
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return dist.TCPStore(
+            os.environ["MASTER_ADDR"],
+            int(os.environ["MASTER_PORT"]),
+            world_size,
+            is_master=int(os.environ.get("RANK", "0")) == 0,
+            timeout=timeout,
+        )
+    agent = dist.TCPStore(
+        os.environ["MASTER_ADDR"],
+        int(os.environ["MASTER_PORT"]),
+        world_size,
+        is_master=False,
+        timeout=timeout,
+    )
+    return dist.PrefixStore(f"navzoo/attempt-{restart_count()}/", agent)
 
 
 def _adopt_slurm_environment() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 from tqdm import tqdm
@@ -16,14 +17,18 @@ CURVE_NAME = "learning_curve.png"
 
 
 class TrainLogger:
-    def __init__(self, run_dir: Path, total_frames: int, initial_frames: int, enabled: bool):
+    def __init__(self, run_dir: Path, total_frames: int, initial_frames: int, enabled: bool, resumed: bool):
+        """`resumed`: continuing from a checkpoint at `initial_frames`; what was logged after it is dropped,
+        since those updates run again."""
         self.enabled = enabled
         self.run_dir = run_dir
         if not enabled:
             return
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(str(run_dir / "tb"), purge_step=None)
+        if resumed:
+            _drop_lines_after(run_dir / LOG_NAME, initial_frames)
+        self.writer = SummaryWriter(str(run_dir / "tb"), purge_step=initial_frames if resumed else None)
         self.jsonl = open(run_dir / LOG_NAME, "a")  # noqa: SIM115 - open for the whole run
         self.bar = tqdm(
             total=total_frames,
@@ -70,6 +75,17 @@ class TrainLogger:
 
 def _fmt(value: float | None) -> str:
     return "" if value is None or not math.isfinite(value) else f"{value:.3f}"
+
+
+def _drop_lines_after(path: Path, frames: int) -> None:
+    if not path.is_file():
+        return
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if json.loads(line).get("frames", 0) <= frames]
+    if len(kept) != len(lines):
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text("".join(kept))
+        os.replace(tmp, path)
 
 
 def read_log(run_dir: Path) -> list[dict]:

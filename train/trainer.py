@@ -116,7 +116,9 @@ class Trainer:
         )
         if found is not None:
             self._restore(ckpt.load_checkpoint(found), storage, found)
-        logger = TrainLogger(self.run_dir, cfg.total_frames, self.frames, enabled=workers.is_main)
+        logger = TrainLogger(
+            self.run_dir, cfg.total_frames, self.frames, enabled=workers.is_main, resumed=found is not None
+        )
         logger.event(
             event="resume" if found else "start",
             update=self.update,

@@ -1,0 +1,493 @@
+"""End-to-end tests of `navzoo train` as it runs for real: one process, or two workers under torchrun (gloo).
+
+Every test starts the trainer in subprocesses (the CLI, or tests/scripts/train_worker.py, which runs the real
+Trainer and only adds a parameter dump and an artificially slow simulator on one worker) with a tiny blind
+PointNav config, and checks what the run leaves behind: log.jsonl, checkpoints/, the exported model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from statistics import median
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import navzoo
+from navzoo.train import checkpoint as ckpt
+
+SCRIPTS = Path(__file__).parent / "scripts"
+TRAIN_WORKER = SCRIPTS / "train_worker.py"
+PRESET = "pointnav-blind"
+NUM_ENVS = 4
+NUM_STEPS = 16
+FRAMES_PER_UPDATE = NUM_ENVS * NUM_STEPS  # per worker
+TINY = [
+    "policy.hidden_size=32",
+    "policy.num_recurrent_layers=1",
+    f"sim.num_envs={NUM_ENVS}",
+    f"ppo.num_steps={NUM_STEPS}",
+    "sim.scene_families=[apartment-s]",
+    "torch_threads=1",
+    "checkpoint_every=2",
+]
+# Adam (the preset has Lamb) with two epochs of two mini-batches: optimiser state that a resume must restore.
+ADAM = ["ppo.optimizer=adam", "ppo.lr_scaling=none", "ppo.ppo_epoch=2", "ppo.num_mini_batch=2"]
+
+
+# --- helpers ---------------------------------------------------------------------------------------------
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", TQDM_DISABLE="1")
+    env.pop("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", None)
+    env.pop("TORCHELASTIC_RESTART_COUNT", None)
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "navzoo.cli", "train", *args]
+
+
+def _torchrun(*args: str, nproc: int = 2, max_restarts: int = 0) -> list[str]:
+    """torchrun through this interpreter; --standalone picks free ports for the rendezvous and the group."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        f"--max-restarts={max_restarts}",
+        "--monitor-interval=0.5",
+        *args,
+    ]
+
+
+def _start(cmd: list[str], cwd: Path, **env: str) -> subprocess.Popen:
+    # Its own session, so that a timeout can stop torchrun and all its workers together.
+    return subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    """SIGKILL `proc`, its process group and all its descendants: torchrun starts every worker in a session
+    of its own, and a worker left behind would hold the output pipes open."""
+    if proc.poll() is None:
+        for pid in [*_descendants(proc.pid), proc.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _finish(proc: subprocess.Popen, timeout: float, expect_rc: int | None = 0) -> tuple[str, str]:
+    """Wait for `proc`; on a timeout or an unexpected exit code fail with its stdout and stderr."""
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop_group(proc)
+        out, err = proc.communicate(timeout=30)
+        pytest.fail(f"{proc.args} ran past {timeout} s\n--- stdout\n{out}\n--- stderr\n{err[-20000:]}")
+    if expect_rc is not None and proc.returncode != expect_rc:
+        pytest.fail(
+            f"{proc.args} exited {proc.returncode}, expected {expect_rc}\n"
+            f"--- stdout\n{out}\n--- stderr\n{err[-20000:]}"
+        )
+    return out, err
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float = 120, expect_rc: int | None = 0) -> tuple[str, str]:
+    return _finish(_start(cmd, cwd), timeout, expect_rc)
+
+
+def _log(run_dir: Path) -> tuple[list[dict], list[dict]]:
+    """(metric lines, event lines) of a run's log.jsonl."""
+    rows = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in rows if "event" not in r], [r for r in rows if "event" in r]
+
+
+def _newest(run_dir: Path) -> dict:
+    path = ckpt.latest_checkpoint(run_dir)
+    assert path is not None, f"no checkpoint in {run_dir}"
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def _wait_for_checkpoint(run_dir: Path, proc: subprocess.Popen, timeout: float) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = ckpt.latest_checkpoint(run_dir)
+        if found is not None:
+            return found
+        if proc.poll() is not None:
+            out, err = proc.communicate(timeout=30)
+            pytest.fail(f"training exited {proc.returncode} before a checkpoint\n{out}\n{err[-20000:]}")
+        time.sleep(0.02)
+    _stop_group(proc)
+    out, err = proc.communicate(timeout=30)
+    pytest.fail(f"no checkpoint after {timeout} s\n{out}\n{err[-20000:]}")
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    with contextlib.suppress(FileNotFoundError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+                found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
+    while todo:
+        children = _children(todo.pop())
+        found += children
+        todo += children
+    return found
+
+
+def _worker_pids(torchrun_pid: int, count: int, timeout: float = 30) -> dict[int, int]:
+    """{rank: pid} of torchrun's worker processes, read from their environment."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ranks = {}
+        for pid in _children(torchrun_pid):
+            try:
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            for item in environ:
+                if item.startswith(b"RANK="):
+                    ranks[int(item[5:])] = pid
+        if len(ranks) == count:
+            return ranks
+        time.sleep(0.05)
+    pytest.fail(f"torchrun {torchrun_pid} has no {count} workers: {ranks}")
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+
+
+def _assert_same(a, b, where: str = "") -> None:
+    """Nested dicts/lists of tensors and numbers are bitwise equal."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor), where
+        assert a.dtype == b.dtype and a.shape == b.shape, where
+        assert _bits(a).equal(_bits(b)), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), f"{where}: {sorted(a)} != {sorted(b)}"
+        for k in a:
+            _assert_same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list | tuple):
+        assert isinstance(b, list | tuple) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same(x, y, f"{where}[{i}]")
+    else:
+        assert a == b or (a != a and b != b), f"{where}: {a!r} != {b!r}"  # NaN == NaN here
+
+
+def _assert_counters(state: dict, updates: int, frames: int) -> None:
+    assert state["counters"]["update"] == updates
+    assert state["counters"]["frames"] == frames
+
+
+# --- 1. parameters stay identical across workers ---------------------------------------------------------
+@pytest.mark.slow
+def test_two_workers_keep_identical_parameters(tmp_path):
+    run_dir = tmp_path / "run"
+    updates = 4
+    _run(
+        _torchrun(
+            str(TRAIN_WORKER),
+            PRESET,
+            *TINY,
+            *ADAM,
+            "distributed.sync_frac=1.0",
+            f"total_frames={updates * 2 * FRAMES_PER_UPDATE}",
+            "--run-dir",
+            str(run_dir),
+            "--dump-params",
+        ),
+        tmp_path,
+    )
+    rank0 = torch.load(run_dir / "rank0.pt", weights_only=True)
+    rank1 = torch.load(run_dir / "rank1.pt", weights_only=True)
+    assert rank0["updates"] == rank1["updates"] == updates
+    _assert_same(rank0["initial"], rank1["initial"], "initial")
+    _assert_same(rank0["final"], rank1["final"], "final")
+    changed = [k for k in rank0["final"] if not torch.equal(rank0["final"][k], rank0["initial"][k])]
+    assert len(changed) > len(rank0["final"]) // 2, f"training changed only {changed}"
+    # What the main worker saved is the same model.
+    state = _newest(run_dir)
+    _assert_counters(state, updates, updates * 2 * FRAMES_PER_UPDATE)
+    _assert_same(state["model"], rank0["final"], "checkpoint")
+    exported = load_file(run_dir / "model.safetensors")
+    for k, v in exported.items():
+        assert torch.equal(v, rank0["final"][k]), k
+    # Each worker steps its own environments: different scene streams, different episodes.
+    assert state["world_size"] == 2 and len(state["workers"]) == 2
+    sim0, sim1 = (w["sim"]["tensors"] for w in state["workers"])
+    assert not torch.equal(sim0["pos"], sim1["pos"])
+    assert not torch.equal(sim0["goal"], sim1["goal"])
+
+
+# --- 2. rollout preemption -------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_preemption_stops_waiting_for_a_slow_worker(tmp_path):
+    num_steps, slow_s = 32, 0.05
+    base = [PRESET, *TINY, f"ppo.num_steps={num_steps}", "checkpoint_every=100"]
+    per_update = NUM_ENVS * num_steps  # frames of one worker's full rollout
+
+    def run(name: str, sync_frac: float, updates: int) -> list[dict]:
+        run_dir = tmp_path / name
+        _run(
+            _torchrun(
+                str(TRAIN_WORKER),
+                *base,
+                f"distributed.sync_frac={sync_frac}",
+                f"total_frames={updates * 2 * per_update}",
+                "--run-dir",
+                str(run_dir),
+                "--slow-rank=1",
+                f"--slow-step-s={slow_s}",
+            ),
+            tmp_path,
+            timeout=180,
+        )
+        return _log(run_dir)[0]
+
+    preempted = run("preempted", 0.5, 8)  # about 12 updates of (32 + 8) steps
+    waiting = run("waiting", 1.0, 5)
+    summary = [
+        (r["train/update"], r["rollout/steps_min"], r["rollout/steps_mean"], r["rollout/preempted_workers"])
+        for r in preempted
+    ]
+    # Never below a quarter rollout, and the straggler is cut short on most updates.
+    assert all(r["rollout/steps_min"] >= num_steps // 4 for r in preempted), summary
+    cut = [r for r in preempted if r["rollout/preempted_workers"] >= 1]
+    assert len(cut) >= 0.6 * len(preempted), summary
+    assert all(r["rollout/steps_mean"] < num_steps for r in cut), summary
+    assert median(r["rollout/steps_mean"] for r in preempted) < num_steps, summary
+    # The fast worker stops the slow one as soon as it may: at the quarter mark, give or take a few steps.
+    assert median(r["rollout/steps_min"] for r in preempted) <= num_steps // 4 + 4, summary
+    # Without preemption everyone collects the whole rollout, and waits for the straggler to do it.
+    assert all(r["rollout/steps_min"] == num_steps for r in waiting)
+    assert all(r["rollout/preempted_workers"] == 0 for r in waiting)
+    # The first update includes start-up skew between the workers; compare the rest.
+    fast = median(r["perf/update_s"] for r in preempted[1:])
+    slow = median(r["perf/update_s"] for r in waiting[1:])
+    # Expected about 8 * 50 ms against 32 * 50 ms of the straggler's sleeps alone.
+    assert slow > 1.8 * fast, (fast, slow)
+
+
+# --- 3. resume equivalence -------------------------------------------------------------------------------
+def _resume_equivalence(tmp_path: Path, launch, nproc: int, total: int, stop_at: int) -> None:
+    """`total` updates in one go equal `stop_at` updates, a stop, and a resume for the rest."""
+    frames = nproc * FRAMES_PER_UPDATE
+    common = [*TINY, *ADAM, "distributed.sync_frac=1.0", "seed=3"]
+    one_go, split = tmp_path / "one_go", tmp_path / "split"
+    # The uninterrupted run and the first part of the split one side by side: there are 2 cores.
+    first = [
+        _start(launch(PRESET, *common, f"total_frames={total * frames}", "--run-dir", str(one_go)), tmp_path),
+        _start(
+            launch(PRESET, *common, f"total_frames={stop_at * frames}", "--run-dir", str(split)), tmp_path
+        ),
+    ]
+    try:
+        for proc in first:
+            _finish(proc, 150)
+    finally:
+        for proc in first:
+            _stop_group(proc)
+    _assert_counters(_newest(split), stop_at, stop_at * frames)
+    # Only the new total: the rest of the config comes from the run folder.
+    _run(launch(f"total_frames={total * frames}", "--run-dir", str(split), "--resume"), tmp_path, timeout=150)
+
+    a, b = _newest(one_go), _newest(split)
+    _assert_counters(a, total, total * frames)
+    _assert_counters(b, total, total * frames)
+    assert a["counters"]["episodes"] == b["counters"]["episodes"]
+    _assert_same(a["model"], b["model"], "model")
+    _assert_same(a["ppo"], b["ppo"], "ppo")  # Adam's moments and step counts
+    _assert_same(a["workers"], b["workers"], "workers")  # simulators, recurrent carry, RNG
+    _assert_same(a["window"], b["window"], "window")
+    _assert_same(a["config"], b["config"], "config")
+    model_a, model_b = load_file(one_go / "model.safetensors"), load_file(split / "model.safetensors")
+    _assert_same(model_a, model_b, "model.safetensors")
+    # The logged losses of every update match too.
+    rows_a, events_a = _log(one_go)
+    rows_b, events_b = _log(split)
+    assert [r["frames"] for r in rows_a] == [r["frames"] for r in rows_b]
+    for ra, rb in zip(rows_a, rows_b, strict=True):
+        for key in ra:
+            if key.startswith(("loss/", "episode/", "rollout/steps", "train/")):
+                _assert_same(ra[key], rb[key], f"update {ra['train/update']} {key}")
+    assert [e["event"] for e in events_a if e["event"] != "checkpoint"] == ["start"]
+    assert [e["event"] for e in events_b if e["event"] != "checkpoint"] == ["start", "resume"]
+    resume = next(e for e in events_b if e["event"] == "resume")
+    assert (resume["update"], resume["frames"]) == (stop_at, stop_at * frames)
+
+
+def test_resume_equals_uninterrupted_run(tmp_path):
+    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3)
+
+
+@pytest.mark.slow
+def test_resume_equals_uninterrupted_run_two_workers(tmp_path):
+    def launch(*args):
+        return _torchrun("-m", "navzoo.cli", "train", *args)
+
+    _resume_equivalence(tmp_path, launch, nproc=2, total=4, stop_at=2)
+
+
+# --- 4. a killed worker under torchrun --max-restarts ----------------------------------------------------
+# torchrun's agent lends its rendezvous TCPStore to the workers and keeps it across restarts with the
+# previous attempt's keys in it; init_workers scopes the process group's keys per attempt, so a restarted
+# worker never reads a killed worker's gloo address. These tests run with torchrun's defaults.
+
+
+def _kill_one_worker(tmp_path: Path, run_dir: Path, cmd: list[str], victim: int, timeout: float, **env):
+    """Start `cmd` (torchrun), SIGKILL worker `victim` once a checkpoint exists, wait for torchrun; returns
+    the update of the checkpoint seen before the kill."""
+    proc = _start(cmd, tmp_path, **env)
+    try:
+        workers = _worker_pids(proc.pid, 2)
+        first = _wait_for_checkpoint(run_dir, proc, timeout=90)
+        os.kill(workers[victim], signal.SIGKILL)
+        _finish(proc, timeout)
+    finally:
+        _stop_group(proc)
+    return int(ckpt._NAME.match(first.name).group(1))
+
+
+def _assert_resumed_and_finished(run_dir: Path, first_checkpoint: int, updates: int, total: int) -> None:
+    rows, events = _log(run_dir)
+    logged = {e["update"] for e in events if e["event"] == "checkpoint"}
+    resumes = [e for e in events if e["event"] == "resume"]
+    assert resumes, events
+    assert all(e["restart"] >= 1 for e in resumes), resumes
+    resumed_at = resumes[0]["update"]
+    # From a checkpoint (the one seen before the kill, or a newer one), not from scratch. The kill may land
+    # between the checkpoint's rename and its log line, so the one seen need not have an event.
+    assert resumed_at >= first_checkpoint and resumed_at in logged | {first_checkpoint}, (resumed_at, logged)
+    assert resumes[0]["frames"] == resumed_at * 2 * FRAMES_PER_UPDATE
+    assert rows[-1]["frames"] == total and rows[-1]["train/update"] == updates
+    state = _newest(run_dir)
+    _assert_counters(state, updates, total)
+    assert ckpt.latest_checkpoint(run_dir).name == f"ckpt-{updates:09d}.pt"
+    model = navzoo.load(run_dir)
+    exported = load_file(run_dir / "model.safetensors")
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, exported[k]) and torch.equal(v, state["model"][k]), k
+    leftovers = [p.name for p in (run_dir / ckpt.CHECKPOINT_DIR).iterdir() if p.name.startswith(".")]
+    assert not leftovers, leftovers
+    assert not (run_dir / ".export").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("victim", [1, 0], ids=["rank1", "rank0"])
+def test_killed_worker_restarts_from_last_checkpoint(tmp_path, victim):
+    run_dir = tmp_path / "run"
+    updates = 40
+    total = updates * 2 * FRAMES_PER_UPDATE
+    cmd = _torchrun(
+        "-m",
+        "navzoo.cli",
+        "train",
+        PRESET,
+        *TINY,
+        "distributed.sync_frac=1.0",
+        f"total_frames={total}",
+        "--run-dir",
+        str(run_dir),
+        max_restarts=2,
+    )
+    first = _kill_one_worker(tmp_path, run_dir, cmd, victim, timeout=150)
+    _assert_resumed_and_finished(run_dir, first, updates, total)
+
+
+@pytest.mark.slow
+def test_restart_with_the_default_shared_store(tmp_path):
+    """The same kill with torchrun's defaults, and a restarted rank 1 that takes a while to start up."""
+    run_dir = tmp_path / "run"
+    updates = 20
+    total = updates * 2 * FRAMES_PER_UPDATE
+    cmd = _torchrun(
+        str(TRAIN_WORKER),
+        PRESET,
+        *TINY,
+        "distributed.sync_frac=1.0",
+        f"total_frames={total}",
+        "--run-dir",
+        str(run_dir),
+        "--restart-delay-rank=1",
+        "--restart-delay-s=10",
+        max_restarts=2,
+    )
+    first = _kill_one_worker(tmp_path, run_dir, cmd, victim=1, timeout=75)
+    _assert_resumed_and_finished(run_dir, first, updates, total)
+
+
+# --- 5. SIGTERM ------------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_sigterm_checkpoints_and_resume_finishes(tmp_path):
+    run_dir = tmp_path / "run"
+    updates = 60
+    total = updates * FRAMES_PER_UPDATE
+    proc = _start(_cli(PRESET, *TINY, f"total_frames={total}", "--run-dir", str(run_dir)), tmp_path)
+    try:
+        _wait_for_checkpoint(run_dir, proc, timeout=90)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = _finish(proc, 60)
+    finally:
+        _stop_group(proc)
+    assert "stopped by SIGTERM" in out, out
+    rows, events = _log(run_dir)
+    state = _newest(run_dir)
+    stopped_at = state["counters"]["update"]
+    assert stopped_at < updates, "the run ended before the signal arrived"
+    assert rows[-1]["train/update"] == stopped_at
+    assert rows[-1]["frames"] == state["counters"]["frames"] == stopped_at * FRAMES_PER_UPDATE
+    assert events[-1]["event"] == "checkpoint" and events[-1]["update"] == stopped_at
+
+    out, _ = _run(_cli("--run-dir", str(run_dir), "--resume"), tmp_path)
+    assert "done:" in out
+    rows, events = _log(run_dir)
+    resume = [e for e in events if e["event"] == "resume"]
+    assert len(resume) == 1 and resume[0]["update"] == stopped_at
+    assert [r["train/update"] for r in rows] == list(range(1, updates + 1))
+    _assert_counters(_newest(run_dir), updates, total)
+    navzoo.load(run_dir)
+
+
+# --- 6. a folder with checkpoints needs --resume ---------------------------------------------------------
+def test_existing_checkpoints_need_resume(tmp_path):
+    run_dir = tmp_path / "run"
+    args = [PRESET, *TINY, f"total_frames={FRAMES_PER_UPDATE}", "--run-dir", str(run_dir)]
+    _run(_cli(*args), tmp_path)
+    before = sorted(p.name for p in (run_dir / ckpt.CHECKPOINT_DIR).iterdir())
+    log_before = (run_dir / "log.jsonl").read_text()
+    _, err = _run(_cli(*args), tmp_path, expect_rc=2)
+    assert "--resume" in err, err
+    assert "Traceback" not in err, err
+    # Nothing was touched.
+    assert sorted(p.name for p in (run_dir / ckpt.CHECKPOINT_DIR).iterdir()) == before
+    assert (run_dir / "log.jsonl").read_text() == log_before
