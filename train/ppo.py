@@ -8,7 +8,6 @@ pass all-reduces the gradients of all workers before the optimiser step.
 from __future__ import annotations
 
 import contextlib
-import math
 from dataclasses import dataclass
 
 import torch
@@ -197,7 +196,7 @@ class PPO:
         grad_norm = float(nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        return losses, grad_norm if math.isfinite(grad_norm) else float("nan")
+        return losses, grad_norm
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict()}
