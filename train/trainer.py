@@ -160,7 +160,7 @@ class Trainer:
         """One rollout; returns the recurrent state after it and this worker's sums of statistics."""
         cfg = self.config
         self.preemption.begin(self.update)
-        metric_names = COMMON_METRICS + EPISODE_METRICS[cfg.sim.task]
+        metric_names = self._metric_names()
         sums = dict.fromkeys(("episodes", *metric_names), 0.0)
         sim_s = inference_s = 0.0
         for step in range(cfg.ppo.num_steps):
