@@ -8,14 +8,14 @@ from navzoo.errors import NavzooError
 
 def build_parser() -> argparse.ArgumentParser:
     from navzoo import eval_cli, sim_cli
-    from navzoo.hub import convert
+    from navzoo.hub import convert, pull, push
     from navzoo.train import cli as train_cli
 
     parser = argparse.ArgumentParser(
         prog="navzoo", description="navzoo: embodied-navigation model zoo and transfer-learning toolkit"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (train_cli, eval_cli, sim_cli, convert):
+    for module in (train_cli, eval_cli, sim_cli, convert, push, pull):
         module.register(subparsers)
     return parser
 

@@ -1,4 +1,9 @@
-"""Shared fixtures: small hand-built scenes and simulators placed in them."""
+"""Shared fixtures and helpers: small hand-built scenes, simulators placed in them, a laid-out Hub cache."""
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -71,3 +76,20 @@ def random_observations(config, n: int, generator: torch.Generator) -> dict[str,
     if "rgb" in config.sensors:
         obs["rgb"] = torch.randint(0, 256, (n, *config.resolution, 3), generator=generator, dtype=torch.uint8)
     return obs
+
+
+def put_in_hf_cache(
+    cache: Path, repo_id: str, folder: Path, commit: str, refs: tuple[str, ...] = ("main",)
+) -> None:
+    """Lay out `folder` as huggingface_hub's cache does: blobs/, snapshots/<commit>/ symlinks, refs/<name>."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    for file in folder.iterdir():
+        blob = repo / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(file, blob)
+        link = repo / "snapshots" / commit / file.name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    (repo / "refs").mkdir(exist_ok=True)
+    for ref in refs:
+        (repo / "refs" / ref).write_text(commit)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import random_observations
+from conftest import put_in_hf_cache, random_observations
 
 import navzoo
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError, WeightsNotAvailableError
@@ -206,23 +205,6 @@ def test_broken_config_files_are_reported(saved):
     (saved / WEIGHTS_NAME).unlink()
     with pytest.raises(WeightsFormatError, match=r"model\.safetensors does not exist"):
         navzoo.load(saved)
-
-
-def put_in_hf_cache(
-    cache: Path, repo_id: str, folder: Path, commit: str, refs: tuple[str, ...] = ("main",)
-) -> None:
-    """Lay out `folder` as huggingface_hub's cache does: blobs/, snapshots/<commit>/ symlinks, refs/<name>."""
-    repo = cache / f"models--{repo_id.replace('/', '--')}"
-    for file in folder.iterdir():
-        blob = repo / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
-        blob.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(file, blob)
-        link = repo / "snapshots" / commit / file.name
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to(os.path.relpath(blob, link.parent))
-    (repo / "refs").mkdir(exist_ok=True)
-    for ref in refs:
-        (repo / "refs" / ref).write_text(commit)
 
 
 def test_loads_from_the_hf_cache_with_local_files_only(tmp_path):

@@ -1,0 +1,251 @@
+"""`navzoo push`: publish a model or training-run folder as a Hugging Face Hub model repository.
+
+The repository gets what a reader needs to trust the weights: config.json and model.safetensors, a model
+card (README.md) generated from them and from an evaluation on the embedded simulator, that evaluation
+(eval.json, spl_by_distance.png, one replay file), an mp4 of that episode, and for training runs the
+train_config.yaml that reproduces them and the learning curve. Everything is written to a local folder
+first (kept with --out, or only written with --dry-run) and uploaded in one commit with huggingface_hub,
+which finds the token where it always does (HF_TOKEN, `hf auth login`) unless --token is given.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+from huggingface_hub import CommitInfo, HfApi
+from huggingface_hub.errors import HfHubHTTPError, HFValidationError
+
+from navzoo.errors import NavzooError
+from navzoo.hub.card import model_card
+from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
+from navzoo.replay import SUFFIX, load_replay
+from navzoo.replay_view import ReplayView
+from navzoo.video import write_mp4
+
+EVAL_NAME = "eval.json"
+FIGURE_NAME = "spl_by_distance.png"
+VIDEO_NAME = "replay.mp4"
+TRAIN_CONFIG_NAME = "train_config.yaml"
+LEARNING_CURVE_NAME = "learning_curve.png"
+VIDEO_FPS = 8
+REPLAYS_SEARCHED = 5  # the video shows the first successful one of the first few evaluated episodes
+
+
+class HubError(NavzooError):
+    """The Hub refused or failed an upload."""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "push",
+        help="publish a model or training-run folder to the Hugging Face Hub with a model card",
+        description="Evaluate a model on the embedded simulator, write its Hub repository (config.json, "
+        "model.safetensors, README.md model card, eval.json, SPL-by-distance plot, replay.mp4 of an "
+        "episode, and train_config.yaml + learning curve for training runs) and upload it in one commit.",
+    )
+    parser.add_argument(
+        "folder", help="model folder (config.json + model.safetensors) or `navzoo train` run folder"
+    )
+    parser.add_argument("repo_id", help="Hub repository, org/name (created if missing)")
+    parser.add_argument("--split", default="val", help="evaluation split (default val)")
+    parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes (default 100)")
+    parser.add_argument("--mode", choices=("sampled", "deterministic"), default="sampled", help="action mode")
+    parser.add_argument(
+        "--eval-dir",
+        help="reuse this `navzoo eval` output (evaluated with only this model) instead of evaluating",
+    )
+    parser.add_argument("--license", default="mit", help="license identifier for the card (default mit)")
+    parser.add_argument(
+        "--base-model", help="Hub id of the model these weights were fine-tuned or converted from"
+    )
+    parser.add_argument("--private", action="store_true", help="create the repository as private")
+    parser.add_argument("--revision", help="branch to push to (created from main if missing)")
+    parser.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
+    parser.add_argument("--token", help="Hub token (default: HF_TOKEN or the one `hf auth login` saved)")
+    parser.add_argument("--commit-message", help="commit message (default: a summary of the results)")
+    parser.add_argument(
+        "--out", help="write the repository folder here and keep it (default: a temporary folder)"
+    )
+    parser.add_argument(
+        "--dry-run", action="store_true", help="write the folder (needs --out) but do not upload"
+    )
+    parser.add_argument("--device", default="cpu", help="device for the evaluation (default cpu)")
+    parser.set_defaults(run=_run)
+
+
+def _run(args) -> None:
+    if args.dry_run and not args.out:
+        raise NavzooError("--dry-run only writes the repository folder: pass --out DIR to say where")
+    staging = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="navzoo-push-"))
+    try:
+        write_repo_folder(
+            args.folder,
+            staging,
+            args.repo_id,
+            split=args.split,
+            episodes=args.episodes,
+            mode=args.mode,
+            eval_dir=args.eval_dir,
+            license=args.license,
+            base_model=args.base_model,
+            device=args.device,
+        )
+        print(f"wrote {staging}: {', '.join(sorted(p.name for p in staging.iterdir()))}")
+        if args.dry_run:
+            return
+        info = upload(
+            staging,
+            args.repo_id,
+            private=args.private,
+            revision=args.revision,
+            create_pr=args.create_pr,
+            token=args.token,
+            commit_message=args.commit_message or _commit_message(staging),
+        )
+        print(f"pushed: {info.pr_url or info.commit_url}")
+    finally:
+        if not args.out:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def write_repo_folder(
+    folder: str | Path,
+    out: str | Path,
+    repo_id: str,
+    *,
+    split: str = "val",
+    episodes: int = 100,
+    mode: str = "sampled",
+    eval_dir: str | Path | None = None,
+    license: str = "mit",
+    base_model: str | None = None,
+    device: str = "cpu",
+) -> Path:
+    """Write everything `push` uploads into `out` and return it."""
+    folder, out = Path(folder), Path(out)
+    load_pretrained(folder)  # refuses a broken folder before anything is evaluated or written
+    _, config = read_config(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in (CONFIG_NAME, WEIGHTS_NAME):
+        shutil.copyfile(folder / name, out / name)
+    with tempfile.TemporaryDirectory(prefix="navzoo-eval-") as scratch:
+        if eval_dir is None:
+            eval_dir = _evaluate(folder, Path(scratch), split, episodes, mode, device)
+        evaluation = _evaluation(Path(eval_dir), folder, out)
+    (out / EVAL_NAME).write_text(json.dumps(evaluation, indent=2) + "\n")
+    provenance = config.get("provenance") or {}
+    if provenance.get("source") == "navzoo train":
+        (out / TRAIN_CONFIG_NAME).write_text(yaml.safe_dump(provenance["train_config"], sort_keys=False))
+        if (folder / LEARNING_CURVE_NAME).is_file():
+            shutil.copyfile(folder / LEARNING_CURVE_NAME, out / LEARNING_CURVE_NAME)
+    card = model_card(
+        repo_id,
+        config,
+        evaluation,
+        license=license,
+        base_model=base_model,
+        video=VIDEO_NAME,
+        figure=FIGURE_NAME,
+        learning_curve=LEARNING_CURVE_NAME if (out / LEARNING_CURVE_NAME).is_file() else None,
+    )
+    card.save(out / "README.md")
+    return out
+
+
+def _evaluate(folder: Path, out: Path, split: str, episodes: int, mode: str, device: str) -> Path:
+    """`navzoo eval FOLDER` into `out`, saving the replays the video is chosen from."""
+    from navzoo.cli import build_parser  # the CLI imports this module
+
+    argv = ["eval", str(folder), "--split", split, "--episodes", str(episodes), "--mode", mode]
+    argv += ["--replays", str(min(REPLAYS_SEARCHED, episodes)), "--out", str(out), "--device", device]
+    args = build_parser().parse_args(argv)
+    args.run(args)
+    return out
+
+
+def _evaluation(eval_dir: Path, folder: Path, out: Path) -> dict[str, Any]:
+    """This model's entry of `navzoo eval`'s report, with the plot, a replay and its video copied to `out`."""
+    path = eval_dir / EVAL_NAME
+    if not path.is_file():
+        raise NavzooError(
+            f"{path} does not exist: pass the --out folder of a `navzoo eval` run of this model"
+        )
+    report = json.loads(path.read_text())
+    agents = report.get("agents", {})
+    models = {label: entry for label, entry in agents.items() if entry.get("model") is not None}
+    if len(models) != 1:
+        raise NavzooError(
+            f"{path} holds {len(models)} models ({', '.join(models) or 'none'}); push needs an evaluation of "
+            f"this model alone: `navzoo eval {folder} --out DIR`, or leave --eval-dir out"
+        )
+    (entry,) = models.values()
+    if (eval_dir / FIGURE_NAME).is_file():
+        shutil.copyfile(eval_dir / FIGURE_NAME, out / FIGURE_NAME)
+    replays = [load_replay(eval_dir / name) for name in entry["replays"]]
+    if not replays:
+        raise NavzooError(f"{path} has no replays of the model: evaluate it with --replays 1 or more")
+    shown = next((r for r in replays if r.metrics.get("success")), replays[0])
+    view = ReplayView(shown)
+    write_mp4((view.frame(step) for step in range(shown.num_steps + 1)), out / VIDEO_NAME, VIDEO_FPS)
+    replay_name = f"episode-{shown.episode_index}{SUFFIX}"
+    shutil.copyfile(
+        eval_dir / next(n for n in entry["replays"] if n.endswith(replay_name)), out / replay_name
+    )
+    config = report.get("config", {})
+    return {
+        "split": config.get("split"),
+        "action_mode": entry["action_mode"],
+        "sim": entry["sim"],
+        "summary": entry["summary"],
+        "video_episode": {"episode_index": shown.episode_index, "replay": replay_name, **shown.metrics},
+        "episodes": entry["episodes"],
+    }
+
+
+def upload(
+    folder: Path,
+    repo_id: str,
+    *,
+    private: bool = False,
+    revision: str | None = None,
+    create_pr: bool = False,
+    token: str | None = None,
+    commit_message: str = "Upload navzoo model",
+) -> CommitInfo:
+    """Create the repository (and branch) if needed and upload `folder` as one commit."""
+    api = HfApi(token=token, library_name="navzoo")
+    try:
+        # not private: the organisation's default visibility, as huggingface_hub does
+        api.create_repo(repo_id, private=private or None, exist_ok=True)
+        if revision and not create_pr:
+            api.create_branch(repo_id, branch=revision, exist_ok=True)
+        return api.upload_folder(
+            repo_id=repo_id,
+            folder_path=folder,
+            revision=revision,
+            create_pr=create_pr,
+            commit_message=commit_message,
+        )
+    except HFValidationError as err:
+        raise HubError(f"{repo_id!r} is not a valid Hub repository id ({err}); use 'org/name'") from None
+    except HfHubHTTPError as err:
+        status = err.response.status_code if err.response is not None else None
+        hint = {
+            401: "log in with `hf auth login`, set HF_TOKEN, or pass --token",
+            403: "the token cannot write here: use a write token of a member of the organisation",
+        }.get(status, "check the repository id and your connection, then push again")
+        raise HubError(f"uploading to {repo_id} failed ({err}); {hint}") from None
+
+
+def _commit_message(folder: Path) -> str:
+    evaluation = json.loads((folder / EVAL_NAME).read_text())
+    summary = evaluation["summary"]
+    return (
+        f"navzoo push: {evaluation['split']} SPL {summary['spl']:.3f}, success {summary['success']:.3f} "
+        f"({summary['episodes']} episodes)"
+    )

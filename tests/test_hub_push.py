@@ -1,0 +1,310 @@
+"""`navzoo push` and `navzoo pull` without a network.
+
+The repository folder and its model card are written for real from a real (tiny) training run and a real
+evaluation. The upload runs huggingface_hub's own HfApi code end to end; only its HTTP layer is replaced:
+`huggingface_hub.set_client_factory` hands it an httpx client whose transport is the small fake Hub below,
+which answers the endpoints an upload calls (repo creation, branch, preupload, Git LFS batch and object
+PUT, commit) and keeps what it received, so the test can check every uploaded byte. That is the one mock
+here, because the Hub cannot be reached from the test machines. Xet transfers go through hf_xet's own
+HTTP client, out of reach of that transport, so the test turns Xet off and the weights take the Git LFS
+path, as they do for any client without hf_xet. Pulling runs in a fresh interpreter with HF_HUB_OFFLINE=1
+against a cache laid out in a temporary folder.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import av
+import httpx2
+import huggingface_hub
+import pytest
+import torch
+import yaml
+from conftest import put_in_hf_cache
+from huggingface_hub import ModelCard, constants
+
+import navzoo
+from navzoo.cli import main as cli_main
+from navzoo.errors import NavzooError, UnknownModelError
+from navzoo.hub.pull import pull
+from navzoo.hub.push import HubError, upload, write_repo_folder
+from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
+from navzoo.train.config import load_config
+from navzoo.train.trainer import train
+
+REPO = "someone/blind-navigator"
+TOKEN = "hf_test_token"
+EPISODES = 6
+
+TINY_RUN = [
+    "sim.num_envs=8",
+    "sim.scene_families=[apartment-s]",
+    "ppo.num_steps=16",
+    "policy.hidden_size=32",
+    "policy.num_recurrent_layers=1",
+    "policy.rnn_type=GRU",
+    "total_frames=256",
+    "torch_threads=1",
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A real `navzoo train` run folder (two updates of a tiny blind agent)."""
+    run = tmp_path_factory.mktemp("runs") / "tiny-blind"
+    threads = torch.get_num_threads()
+    try:
+        train(load_config("pointnav-blind", TINY_RUN), run)
+    finally:
+        torch.set_num_threads(threads)
+    return run
+
+
+@pytest.fixture(scope="module")
+def repo_folder(run_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("push") / "repo"
+    return write_repo_folder(run_dir, out, REPO, split="val", episodes=EPISODES, mode="deterministic")
+
+
+def test_repo_folder_holds_weights_card_eval_video_and_training_record(run_dir, repo_folder):
+    names = {p.name for p in repo_folder.iterdir()}
+    assert {CONFIG_NAME, WEIGHTS_NAME, "README.md", "eval.json", "replay.mp4", "spl_by_distance.png"} <= names
+    assert {"train_config.yaml", "learning_curve.png"} <= names
+    assert (repo_folder / WEIGHTS_NAME).read_bytes() == (run_dir / WEIGHTS_NAME).read_bytes()
+    provenance = json.loads((run_dir / CONFIG_NAME).read_text())["provenance"]
+    assert yaml.safe_load((repo_folder / "train_config.yaml").read_text()) == provenance["train_config"]
+    evaluation = json.loads((repo_folder / "eval.json").read_text())
+    assert evaluation["split"] == "val" and evaluation["action_mode"] == "deterministic"
+    assert evaluation["summary"]["episodes"] == len(evaluation["episodes"]) == EPISODES
+    assert (repo_folder / evaluation["video_episode"]["replay"]).is_file()
+    # the folder loads like any model folder
+    assert navzoo.load(repo_folder).config == navzoo.load(run_dir).config
+
+
+def test_card_metadata_parses_and_model_index_equals_the_evaluation(repo_folder):
+    card = ModelCard.load(repo_folder / "README.md")
+    evaluation = json.loads((repo_folder / "eval.json").read_text())
+    data = card.data
+    assert data.library_name == "navzoo" and data.license == "mit"
+    assert {"reinforcement-learning", "embodied-ai", "navigation", "pointgoal", "blind"} <= set(data.tags)
+    assert data.base_model is None  # trained from scratch
+    results = {r.metric_type: r for r in data.eval_results}
+    assert set(results) == {"success", "spl"}
+    for metric, result in results.items():
+        assert result.metric_value == pytest.approx(evaluation["summary"][metric], abs=1e-4)
+        assert result.dataset_split == "val"
+        assert result.dataset_args == {"episodes": EPISODES, "action_mode": "deterministic"}
+    text = card.text
+    assert "navzoo train" in text and f"{evaluation['summary']['episodes']} episodes" in text
+    assert f'navzoo.load("hf-hub:{REPO}")' in text and 'src="replay.mp4"' in text
+
+
+def test_replay_video_is_browser_playable_h264_of_the_whole_episode(repo_folder):
+    evaluation = json.loads((repo_folder / "eval.json").read_text())
+    steps = evaluation["video_episode"]["num_steps"]
+    with av.open(str(repo_folder / "replay.mp4")) as container:
+        stream = container.streams.video[0]
+        assert stream.codec_context.name == "h264"
+        assert stream.codec_context.pix_fmt == "yuv420p"  # what browsers decode
+        frames = [frame.to_ndarray(format="rgb24") for frame in container.decode(stream)]
+    assert len(frames) == steps + 1  # the start pose and one frame per action
+    assert frames[0].shape[0] % 2 == 0 and frames[0].shape[1] % 2 == 0
+    assert frames[0].std() > 10  # a picture, not a blank frame
+    head = (repo_folder / "replay.mp4").read_bytes()[:64]
+    assert head.find(b"moov") != -1 or head.find(b"ftyp") != -1
+
+
+def test_converted_weights_name_their_origin_and_base_model(tmp_path, repo_folder):
+    policy = navzoo.create_model("pointnav-blind", hidden_size=16, num_recurrent_layers=1, rnn_type="GRU")
+    provenance = {"original_file": "blind.pth", "converted_from": "habitat-baselines checkpoint"}
+    folder = save_pretrained(policy, tmp_path / "converted", name="converted", provenance=provenance)
+    out = write_repo_folder(
+        folder, tmp_path / "repo", "someone/converted", eval_dir=_eval_dir(folder, tmp_path), base_model=REPO
+    )
+    card = ModelCard.load(out / "README.md")
+    assert card.data.base_model == REPO
+    assert "habitat" in card.data.tags and "blind.pth" in card.text
+    assert "train_config.yaml" not in {p.name for p in out.iterdir()}
+
+
+def _eval_dir(folder: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "eval"
+    assert cli_main(["eval", str(folder), "--episodes", "2", "--replays", "1", "--out", str(out)]) == 0
+    return out
+
+
+def test_an_evaluation_of_several_models_is_refused(tmp_path, run_dir):
+    out = tmp_path / "eval"
+    argv = ["eval", str(run_dir), str(run_dir), "--episodes", "2", "--replays", "1", "--out", str(out)]
+    assert cli_main(argv) == 0
+    with pytest.raises(NavzooError, match="holds 2 models"):
+        write_repo_folder(run_dir, tmp_path / "repo", REPO, eval_dir=out)
+
+
+class FakeHub:
+    """The Hub endpoints an upload uses, answered from memory; `files[repo][revision][path]` is bytes."""
+
+    def __init__(self, status: int = 200):
+        self.status = status  # anything but 200 answers every request with that error
+        self.repos: dict[str, dict] = {}
+        self.lfs: dict[str, bytes] = {}
+        self.commits: list[dict] = []
+        self.validated: list[dict] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        path = request.url.path
+        if request.url.host == "lfs.fake":
+            self.lfs[path.strip("/")] = request.content
+            return httpx2.Response(200)
+        if self.status != 200:
+            return httpx2.Response(self.status, json={"error": "Invalid credentials in Authorization header"})
+        assert request.headers.get("authorization") == f"Bearer {TOKEN}"
+        if path == "/api/validate-yaml":  # the Hub checks a README's metadata before the commit
+            try:
+                self.validated.append(ModelCard(json.loads(request.content)["content"]).data.to_dict())
+            except ValueError as err:
+                return httpx2.Response(400, json={"errors": [{"message": str(err)}]})
+            return httpx2.Response(200, json={"warnings": []})
+        if path == "/api/repos/create":
+            body = json.loads(request.content)
+            repo = f"{body['organization']}/{body['name']}"
+            private = body.get("visibility") == "private" or body.get("private") is True
+            self.repos.setdefault(repo, {"private": private, "files": {"main": {}}})
+            return httpx2.Response(200, json={"url": f"https://huggingface.co/{repo}", "name": repo})
+        if match := re.fullmatch(r"/api/models/(.+?/.+?)/branch/(.+)", path):
+            repo, branch = match.groups()
+            files = self.repos[repo]["files"]
+            files.setdefault(branch, dict(files["main"]))
+            return httpx2.Response(200, json={})
+        if match := re.fullmatch(r"/api/models/(.+?/.+?)/preupload/(.+)", path):
+            listed = json.loads(request.content)["files"]
+            modes = [
+                {
+                    "path": f["path"],
+                    "uploadMode": "lfs" if f["size"] > 10_000 else "regular",
+                    "shouldIgnore": False,
+                }
+                for f in listed
+            ]
+            return httpx2.Response(200, json={"files": modes, "commitOid": "0" * 40})
+        if path.endswith(".git/info/lfs/objects/batch"):
+            objects = json.loads(request.content)["objects"]
+            actions = [
+                {**o, "actions": {"upload": {"href": f"https://lfs.fake/{o['oid']}"}}} for o in objects
+            ]
+            return httpx2.Response(200, json={"transfer": "basic", "objects": actions})
+        if match := re.fullmatch(r"/api/models/(.+?/.+?)/commit/(.+)", path):
+            return self._commit(request, *match.groups())
+        return httpx2.Response(404, json={"error": f"no fake for {request.method} {path}"})
+
+    def _commit(self, request: httpx2.Request, repo: str, revision: str) -> httpx2.Response:
+        create_pr = request.url.params.get("create_pr") == "1"
+        target = "refs/pr/1" if create_pr else revision
+        files = self.repos[repo]["files"].setdefault(target, {})
+        header = None
+        for line in request.content.decode().splitlines():
+            item = json.loads(line)
+            value = item["value"]
+            if item["key"] == "header":
+                header = value
+            elif item["key"] == "file":
+                files[value["path"]] = base64.b64decode(value["content"])
+            elif item["key"] == "lfsFile":
+                files[value["path"]] = self.lfs[value["oid"]]
+        self.commits.append({"repo": repo, "revision": target, "header": header})
+        url = f"https://huggingface.co/{repo}/commit/{'1' * 40}"
+        body = {"commitUrl": url, "commitOid": "1" * 40}
+        if create_pr:
+            body["pullRequestUrl"] = f"https://huggingface.co/{repo}/discussions/1"
+        return httpx2.Response(200, json=body)
+
+
+@pytest.fixture
+def fake_hub(monkeypatch):
+    hub = FakeHub()
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(hub)))
+    huggingface_hub.close_session()  # drop a client built before the factory was set
+    yield hub
+    huggingface_hub.set_client_factory(httpx2.Client)
+    huggingface_hub.close_session()
+
+
+def test_push_uploads_every_file_in_one_commit(repo_folder, fake_hub):
+    info = upload(repo_folder, REPO, private=True, token=TOKEN, commit_message="first model")
+    assert info.commit_url.startswith(f"https://huggingface.co/{REPO}/commit/")
+    assert fake_hub.repos[REPO]["private"] is True
+    uploaded = fake_hub.repos[REPO]["files"]["main"]
+    assert uploaded == {p.name: p.read_bytes() for p in repo_folder.iterdir()}
+    assert len(fake_hub.lfs) >= 1  # the weights went through Git LFS
+    assert [c["header"]["summary"] for c in fake_hub.commits] == ["first model"]
+    assert fake_hub.validated[0]["library_name"] == "navzoo"
+
+
+def test_push_to_a_branch_and_as_a_pull_request(repo_folder, fake_hub):
+    upload(repo_folder, REPO, revision="v2", token=TOKEN)
+    assert set(fake_hub.repos[REPO]["files"]["v2"]) >= {"README.md", WEIGHTS_NAME}
+    info = upload(repo_folder, REPO, create_pr=True, token=TOKEN)
+    assert info.pr_url == f"https://huggingface.co/{REPO}/discussions/1"
+    assert fake_hub.commits[-1]["revision"] == "refs/pr/1"
+
+
+def test_push_cli_dry_run_writes_the_folder_only(tmp_path, run_dir, fake_hub, capsys):
+    out = tmp_path / "staged"
+    argv = ["push", str(run_dir), REPO, "--episodes", "2", "--out", str(out), "--dry-run"]
+    assert cli_main(argv) == 0
+    assert (out / "README.md").is_file() and not fake_hub.commits
+    assert cli_main(["push", str(run_dir), REPO, "--dry-run"]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_rejected_token_is_reported_with_the_fix(repo_folder, fake_hub):
+    fake_hub.status = 401
+    with pytest.raises(HubError, match=r"hf auth login.*--token"):
+        upload(repo_folder, REPO, token="hf_wrong")
+
+
+def test_pull_from_an_offline_cache_prints_the_folder_navzoo_load_reads(tmp_path, repo_folder):
+    cache = tmp_path / "hub"
+    put_in_hf_cache(cache, REPO, repo_folder, "c" * 40)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(cache),
+        "HF_HOME": str(tmp_path / "home"),
+        "HF_ENDPOINT": "http://127.0.0.1:9",  # a closed port: a second guard against network use
+    }
+    pulled = _navzoo(["pull", REPO], env)
+    folder = Path(pulled.stdout.strip().splitlines()[-1])
+    assert folder == cache / f"models--{REPO.replace('/', '--')}" / "snapshots" / ("c" * 40)
+    assert (folder / WEIGHTS_NAME).read_bytes() == (repo_folder / WEIGHTS_NAME).read_bytes()
+
+    # the card's usage snippet runs as written against the pulled model
+    snippet = re.search(r"```python\n(.*?)```", (repo_folder / "README.md").read_text(), re.S).group(1)
+    ran = subprocess.run(
+        [sys.executable, "-c", snippet], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert ran.returncode == 0, ran.stderr
+
+    missing = _navzoo(["pull", "someone/not-cached"], env, expect=2)
+    assert "not in the Hugging Face cache" in missing.stderr and "offline mode is on" in missing.stderr
+
+
+def _navzoo(argv: list[str], env: dict, expect: int = 0) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", "navzoo.cli", *argv], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == expect, done.stderr
+    return done
+
+
+def test_pull_of_an_architecture_without_weights_says_so():
+    with pytest.raises(UnknownModelError, match="nothing to pull"):
+        pull("bps-se-resnet9")
