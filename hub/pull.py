@@ -32,7 +32,11 @@ def _run(args) -> None:
 
 
 def pull(model: str, *, revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
-    """The cached snapshot folder of `model` (a zoo name, org/name or hf-hub:org/name[@revision])."""
+    """The cached snapshot folder of `model` (a zoo name, org/name or hf-hub:org/name[@revision]); for a
+    model shipped inside navzoo, its folder in the package (there is nothing to download)."""
+    name = model.removeprefix(HF_HUB_PREFIX)
+    if "/" not in name and model_entry(name).packaged is not None:
+        return model_entry(name).packaged
     repo_id, at_revision = _repo_id(model)
     return hub_folder(repo_id, revision=revision or at_revision, cache_dir=cache_dir)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from huggingface_hub import constants, hf_hub_download
+from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
 from huggingface_hub.errors import (
     EntryNotFoundError,
     GatedRepoError,
@@ -39,6 +39,8 @@ def hub_folder(
     """
     where = f"{repo_id}" + (f"@{revision}" if revision else "")
     how_to_get = how_to_get or f"When online, run `navzoo pull hf-hub:{repo_id}` or call navzoo.load again."
+    if local_files_only:
+        return _cached_folder(repo_id, revision, cache_dir, where, how_to_get)
     path = None
     for filename in (CONFIG_NAME, WEIGHTS_NAME):
         try:
@@ -56,15 +58,7 @@ def hub_folder(
                 f"{repo_id!r} is not a valid Hub repository id ({err}); use 'org/name'"
             ) from None
         except LocalEntryNotFoundError:
-            cache = cache_dir or constants.HF_HUB_CACHE
-            reason = (
-                "offline mode is on (HF_HUB_OFFLINE=1 or local_files_only=True)"
-                if constants.HF_HUB_OFFLINE or local_files_only
-                else "the Hub could not be reached (HF_HUB_OFFLINE=1 skips the attempt)"
-            )
-            raise WeightsNotAvailableError(
-                f"{filename} of {where} is not in the Hugging Face cache ({cache}) and {reason}. {how_to_get}"
-            ) from None
+            raise _not_cached(filename, where, cache_dir, how_to_get) from None
         except (RepositoryNotFoundError, GatedRepoError) as err:
             raise WeightsNotAvailableError(
                 f"the Hub repository {repo_id} is missing or not accessible ({type(err).__name__}); "
@@ -84,3 +78,36 @@ def hub_folder(
                 f"downloading {filename} of {where} failed: {err}. {how_to_get}"
             ) from None
     return Path(path).parent
+
+
+def _cached_folder(
+    repo_id: str, revision: str | None, cache_dir: str | Path | None, where: str, how_to_get: str
+) -> Path:
+    """The snapshot folder from the cache alone. Unlike hf_hub_download(local_files_only=True), this makes
+    no request of any kind (huggingface_hub may still contact the Hub while building request headers)."""
+    folders = set()
+    for filename in (CONFIG_NAME, WEIGHTS_NAME):
+        found = try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir, revision=revision)
+        if not isinstance(found, str):
+            raise _not_cached(filename, where, cache_dir, how_to_get, local_files_only=True)
+        folders.add(Path(found).parent)
+    if len(folders) != 1:
+        raise WeightsFormatError(
+            f"the cached {CONFIG_NAME} and {WEIGHTS_NAME} of {where} are in different snapshots; "
+            f"run `navzoo pull hf-hub:{repo_id}` when online"
+        )
+    return folders.pop()
+
+
+def _not_cached(
+    filename: str, where: str, cache_dir, how_to_get: str, local_files_only: bool = False
+) -> WeightsNotAvailableError:
+    cache = cache_dir or constants.HF_HUB_CACHE
+    reason = (
+        "offline mode is on (HF_HUB_OFFLINE=1 or local_files_only=True)"
+        if constants.HF_HUB_OFFLINE or local_files_only
+        else "the Hub could not be reached (HF_HUB_OFFLINE=1 skips the attempt)"
+    )
+    return WeightsNotAvailableError(
+        f"{filename} of {where} is not in the Hugging Face cache ({cache}) and {reason}. {how_to_get}"
+    )

@@ -85,7 +85,7 @@ def register(subparsers) -> None:
 def _run(args) -> None:
     if args.replays < 0:
         raise ConfigError("replays", args.replays, "0 or more episodes per agent")
-    agents = _unique_labels([_load_agent(source, args.device) for source in args.agents])
+    agents = unique_labels([_load_agent(source, args.device) for source in args.agents])
     configs = [_sim_config(args, agent) for agent in agents]  # every mismatch is reported before running
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -132,8 +132,9 @@ def _label(source: str) -> str:
     return source.removeprefix(HF_HUB_PREFIX).partition("@")[0].rsplit("/", 1)[-1]
 
 
-def _unique_labels(agents: list[_Agent]) -> list[_Agent]:
-    """Number repeated labels (run-2, run-3, ...): labels name output files and report entries."""
+def unique_labels(agents: list) -> list:
+    """Number repeated labels (run-2, run-3, ...) of agents with a `.label`: labels name output files,
+    report entries and the demo's side-by-side columns."""
     seen: set[str] = set()
     for agent in agents:
         base, k = agent.label, 2

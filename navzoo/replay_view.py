@@ -101,11 +101,11 @@ class ReplayView:
         acting = t < self.num_steps
         probs = None
         if acting and replay.action_probs is not None:
-            probs = {ACTION_NAMES[a]: float(p) for a, p in enumerate(replay.action_probs[t])}
+            probs = {_action_name(a): float(p) for a, p in enumerate(replay.action_probs[t])}
         return {
             "step": t,
             "num_steps": self.num_steps,
-            "action": ACTION_NAMES[int(replay.actions[t])] if acting else None,
+            "action": _action_name(int(replay.actions[t])) if acting else None,
             "action_probs": probs,
             "value": float(replay.values[t]) if acting and replay.values is not None else None,
             "reward": float(replay.rewards[t]) if acting else None,
@@ -188,6 +188,10 @@ def summary_line(metrics: dict) -> str:
         if isinstance(value, int | float) and math.isfinite(value):
             shown.append(f"{label} {fmt.format(value)}")
     return "  ".join(shown)
+
+
+def _action_name(action: int) -> str:
+    return ACTION_NAMES[action] if 0 <= action < len(ACTION_NAMES) else f"action {action}"
 
 
 def _colour(name: str, frames: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from navzoo.errors import ConfigError, UnknownModelError
+from navzoo.hub.weights import load_pretrained
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
 
 HF_HUB_PREFIX = "hf-hub:"
@@ -61,10 +62,11 @@ class ModelEntry:
     provenance: Provenance
     hub_repo: str | None = None  # Hugging Face repository holding config.json + model.safetensors
     tags: tuple[str, ...] = field(default=())
+    packaged: Path | None = None  # weights shipped inside the navzoo package: no download
 
     @property
     def has_weights(self) -> bool:
-        return self.hub_repo is not None or self.config.family == "timm"
+        return self.packaged is not None or self.hub_repo is not None or self.config.family == "timm"
 
 
 _REGISTRY: dict[str, ModelEntry] = {}
@@ -229,12 +231,32 @@ for _timm_name, _sensors in (("resnet18", "depth"), ("resnet50", "depth"), ("res
     )
 
 
-def list_models(pattern: str | Iterable[str] = "*", *, pretrained: bool = False) -> list[str]:
+def list_models(
+    pattern: str | Iterable[str] = "*", *, pretrained: bool = False, local: bool = False
+) -> list[str]:
     """Sorted registry names matching a shell-style pattern (or any of several); `pretrained=True`
-    keeps entries with weights (released checkpoints and ImageNet timm encoders)."""
+    keeps entries with weights (released checkpoints and ImageNet timm encoders); `local=True` keeps
+    entries whose weights `load` finds without the network (shipped in the package or in the Hugging Face
+    cache)."""
     patterns = [pattern] if isinstance(pattern, str) else list(pattern)
-    names = (e.name for e in _REGISTRY.values() if e.has_weights or not pretrained)
-    return sorted(n for n in names if any(fnmatch.fnmatchcase(n, p.lower()) for p in patterns))
+    entries = (
+        e for e in _REGISTRY.values() if (e.has_weights or not pretrained) and (not local or _is_local(e))
+    )
+    return sorted(e.name for e in entries if any(fnmatch.fnmatchcase(e.name, p.lower()) for p in patterns))
+
+
+def _is_local(entry: ModelEntry) -> bool:
+    from huggingface_hub import try_to_load_from_cache
+
+    from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME
+
+    if entry.packaged is not None:
+        return True
+    if entry.hub_repo is None:
+        return False
+    return all(
+        isinstance(try_to_load_from_cache(entry.hub_repo, f), str) for f in (CONFIG_NAME, WEIGHTS_NAME)
+    )
 
 
 def model_entry(name: str) -> ModelEntry:
@@ -261,7 +283,7 @@ def create_model(name: str, pretrained: bool = False, **overrides: Any) -> Point
     means the encoder starts from timm's ImageNet weights.
     """
     entry = model_entry(name)
-    if pretrained and entry.hub_repo is not None:
+    if pretrained and (entry.hub_repo is not None or entry.packaged is not None):
         if overrides:
             raise ConfigError(
                 "overrides",
@@ -301,9 +323,8 @@ def load(
     Hub files go through huggingface_hub's cache (`cache_dir`, `revision`, `local_files_only`;
     HF_HUB_OFFLINE=1 works from the cache alone).
     """
-    # Imported here: navzoo.hub reads navzoo.__version__, which is not set while `import navzoo` runs.
+    # Imported here: navzoo.hub.resolve reads navzoo.__version__, not set while `import navzoo` runs.
     from navzoo.hub.resolve import hub_folder
-    from navzoo.hub.weights import load_pretrained
 
     hub = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_files_only}
     text = str(name)
@@ -322,13 +343,31 @@ def load(
         raise UnknownModelError(
             f"{text!r} is not an existing folder; pass a folder with config.json and model.safetensors"
         )
-    entry = model_entry(text)
+    return load_entry(text, **hub, device=device)
+
+
+def load_entry(
+    name: str,
+    *,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+    local_files_only: bool = False,
+    device: str = "cpu",
+) -> PointNavPolicy:
+    """Load the zoo entry `name` (never a folder of that name): shipped weights from the package, the
+    others through the Hugging Face cache. Arguments as for `load`."""
+    from navzoo.hub.resolve import hub_folder  # see load
+
+    entry = model_entry(name)
+    if entry.packaged is not None:
+        return load_pretrained(entry.packaged, device=device)
     if entry.hub_repo is None:
         raise UnknownModelError(
-            f"{text!r} is an architecture without released weights: build it with "
-            f"navzoo.create_model({text!r})"
+            f"{name!r} is an architecture without released weights: build it with "
+            f"navzoo.create_model({name!r})"
             + (" (pretrained=True loads timm's ImageNet encoder)" if entry.config.family == "timm" else "")
         )
+    hub = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_files_only}
     policy = load_pretrained(hub_folder(entry.hub_repo, **hub, how_to_get=_how_to_get(entry)), device=device)
     policy.name = policy.name or entry.name
     policy.provenance = policy.provenance or entry.provenance.to_dict()
