@@ -1,0 +1,465 @@
+"""The Gradio replay app: run a baseline or a model on an episode (or open saved replays), then play it back.
+
+`Demo` holds what the page's events call, as plain methods and functions that tests call directly;
+`build_app` lays out the page and wires the events (each with an api_name, so gradio_client can call them);
+`launch` serves it on this machine with nothing fetched from the internet.
+"""
+
+import dataclasses
+import html
+import logging
+import math
+import os
+import threading
+from collections import OrderedDict
+from functools import wraps
+
+# Before gradio is imported: no telemetry or version check (the demo works offline).
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+import gradio as gr
+import numpy as np
+
+from navzoo.baselines import BASELINES
+from navzoo.demo.episodes import TASKS, Agent, load_agent, run_episode
+from navzoo.demo.sources import Sources
+from navzoo.errors import NavzooError, ReplayError
+from navzoo.eval_cli import unique_labels
+from navzoo.policy_agent import ACTION_MODES
+from navzoo.replay import Replay, load_replay
+from navzoo.replay_view import BACKGROUND, ReplayView, summary_line
+from navzoo.sim.config import SPLITS
+
+log = logging.getLogger(__name__)
+
+MAX_STEPS = 5_000  # longest replay shown (evaluation episodes end at 500 steps)
+MAX_RESOLUTION = 512  # largest camera image re-rendered for a replay, per side
+MODEL_CACHE = 2  # loaded policies kept between runs
+TABLE_ROWS = 6  # steps listed before and after the current one
+NONE = ""  # the "no second agent / replay" choice
+TICK_SECONDS = 0.25  # playback: the slider moves on every tick
+PLAY, PAUSE = "▶ Play", "⏸ Pause"
+# System fonts only: the default theme's web fonts would be one more thing to fetch.
+THEME = gr.themes.Base(
+    font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "Consolas", "monospace"]
+)
+CSS = """
+.navzoo-error { border: 2px solid #c0392b; border-radius: 6px; padding: 4px 12px; background: #fdecea; }
+.navzoo-steps table { font-family: ui-monospace, monospace; font-size: 13px; }
+.navzoo-steps tr.current { background: #ffe08a; font-weight: 600; }
+"""
+
+
+class Demo:
+    """What the page does, without the page: load agents, run episodes, open replays."""
+
+    def __init__(self, models=(), replays=(), device: str = "cpu"):
+        self.sources = Sources.from_folders(models, replays)
+        self.device = device
+        self._policies: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    # --- what there is to choose from ----------------------------------------------------------------
+    def model_choices(self) -> list[tuple[str, str]]:
+        """(label, value) pairs: baselines, zoo models in the local cache, model folders."""
+        sources = self.sources
+        choices = [(f"{name} (baseline)", name) for name in BASELINES]
+        choices += [(f"{name} (zoo)", name) for name in sources.zoo_models()]
+        choices += [(f"{sources.short_name(path)} (folder)", path) for path in sources.model_folders()]
+        return choices
+
+    def replay_choices(self) -> list[tuple[str, str]]:
+        return [(self.sources.short_name(path), path) for path in self.sources.replay_files()]
+
+    # --- running and opening -------------------------------------------------------------------------
+    def load_agent(self, choice: str) -> Agent:
+        """`load_agent`, keeping the last few policies (a folder is reloaded when its files change)."""
+        try:
+            key = _cache_key(self.sources, choice)
+        except NavzooError:
+            key = None  # not a model: load_agent below says what is wrong with it
+        if key is None:
+            return load_agent(self.sources, choice, self.device)
+        with self._lock:
+            if key in self._policies:
+                self._policies.move_to_end(key)
+                label, source, policy = self._policies[key]
+                return Agent(label, source, policy)
+        agent = load_agent(self.sources, choice, self.device)
+        with self._lock:
+            self._policies[key] = (agent.label, agent.source, agent.policy)
+            while len(self._policies) > MODEL_CACHE:
+                self._policies.popitem(last=False)
+        return agent
+
+    def run(
+        self, model: str, second: str | None, task: str, split: str, episode=None, seed=0, mode="sampled"
+    ) -> list[ReplayView]:
+        """Run one or two agents on the same episode; a view of each."""
+        chosen = [c for c in (model, second) if c] or [model]  # nothing chosen: load_agent says so
+        agents = unique_labels([self.load_agent(c) for c in chosen])
+        replays = [run_episode(a, task, split, episode, seed, mode, self.device) for a in agents]
+        return [_view(r, self.device) for r in replays]
+
+    def open(
+        self, replay: str | None, second: str | None = None, upload: str | None = None
+    ) -> list[ReplayView]:
+        """Views of saved replays: files under the --replays roots, or an uploaded file (shown first)."""
+        replays = []
+        if upload:  # gradio only hands over files that were uploaded to it
+            replays.append(load_replay(upload))
+        replays += [load_replay(self.sources.replay_file(c)) for c in (replay, second) if c]
+        if not replays:
+            raise ReplayError("no replay chosen: pick a replay file or upload one (.replay.json.gz)")
+        return [_view(r, self.device) for r in replays[:2]]
+
+
+def _cache_key(sources: Sources, choice) -> tuple | None:
+    """What identifies a loaded policy; None for a baseline or no choice."""
+    if not isinstance(choice, str) or not choice.strip() or choice in BASELINES:
+        return None
+    if choice in sources.zoo_models():
+        return ("zoo", choice)
+    folder = sources.model_folder(choice)
+    stamps = tuple((folder / name).stat().st_mtime_ns for name in ("config.json", "model.safetensors"))
+    return ("folder", str(folder), stamps)
+
+
+def _view(replay: Replay, device: str) -> ReplayView:
+    """A view of a replay, refused before rendering if it is longer or larger than any evaluation's."""
+    if replay.num_steps > MAX_STEPS:
+        raise ReplayError(f"the replay has {replay.num_steps} steps; the demo shows up to {MAX_STEPS}")
+    if max(replay.sim_config.resolution) > MAX_RESOLUTION and replay.sim_config.sensors:
+        raise ReplayError(
+            f"the replay's cameras are {replay.sim_config.resolution}; the demo re-renders up to "
+            f"{MAX_RESOLUTION}x{MAX_RESOLUTION}"
+        )
+    # Re-rendered eagerly on the demo's device, whatever the file says (compiling would take half a minute).
+    config = replay.sim_config.replace(compile=False, device="cpu")
+    return ReplayView(dataclasses.replace(replay, sim_config=config), device=device)
+
+
+# --- what one step of the player shows ---------------------------------------------------------------
+def last_step(views: list[ReplayView]) -> int:
+    return max(v.num_steps for v in views)
+
+
+def views_image(view: ReplayView, step: int) -> np.ndarray:
+    """The camera views at `step` side by side (the shorter episode holds its last frame)."""
+    images = list(view.observation_images(min(step, view.num_steps)).values())
+    height = max(i.shape[0] for i in images)
+    gap = np.full((height, 8, 3), BACKGROUND, dtype=np.uint8)
+    row = []
+    for image in images:
+        pad = np.full((height - image.shape[0], image.shape[1], 3), BACKGROUND, dtype=np.uint8)
+        row += [np.concatenate([image, pad]), gap]
+    return np.concatenate(row[:-1], axis=1)
+
+
+def map_image(view: ReplayView, step: int) -> np.ndarray:
+    return view.map_image(min(step, view.num_steps))
+
+
+def step_table(view: ReplayView, step: int) -> str:
+    """HTML table of the steps around `step`, that step highlighted: action, its probability, value,
+    reward and return."""
+    t = min(step, view.num_steps)
+    first = max(0, min(t - TABLE_ROWS, view.num_steps - 2 * TABLE_ROWS))
+    rows = []
+    for s in range(first, min(view.num_steps, first + 2 * TABLE_ROWS) + 1):
+        info = view.step_info(s)
+        probs = info["action_probs"]
+        cells = [
+            str(s),
+            info["action"] or "(end)",
+            _number(probs.get(info["action"]) if probs else None, "{:.2f}"),
+            _number(info["value"], "{:+.3f}"),
+            _number(info["reward"], "{:+.3f}"),
+            _number(info["cumulative_reward"], "{:+.2f}"),
+        ]
+        current = ' class="current"' if s == t else ""
+        rows.append(f"<tr{current}>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("step", "action", "p(action)", "value", "reward", "return"))
+    return f'<div class="navzoo-steps"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
+
+
+def _number(value, fmt: str) -> str:
+    return "–" if value is None else fmt.format(value)
+
+
+def step_outputs(views: list[ReplayView], step: int) -> list:
+    """Map, camera views and step table of the first and second agent (None for a missing second)."""
+    out = []
+    for k in range(2):
+        if k < len(views):
+            out += [map_image(views[k], step), views_image(views[k], step), step_table(views[k], step)]
+        else:
+            out += [None, None, ""]
+    return out
+
+
+METRIC_ROWS = (
+    ("success", "success", "{:.0f}"),
+    ("spl", "SPL", "{:.3f}"),
+    ("distance_to_goal", "distance to goal (m)", "{:.2f}"),
+    ("geodesic_distance", "start distance, geodesic (m)", "{:.2f}"),
+    ("flee_distance", "flee distance", "{:.3f}"),
+    ("visited_cells", "cells visited", "{:.0f}"),
+    ("path_length", "path length (m)", "{:.2f}"),
+    ("num_steps", "steps", "{:.0f}"),
+    ("collisions", "collisions", "{:.0f}"),
+    ("episode_return", "return", "{:.3f}"),
+)
+
+
+def metrics_markdown(views: list[ReplayView]) -> str:
+    """The episodes' metrics, one column per agent."""
+
+    def cell(text) -> str:
+        return html.escape(str(text)).replace("|", "&#124;")
+
+    header = "| | " + " | ".join(cell(v.label) for v in views) + " |"
+    lines = [header, "|---" * (len(views) + 1) + "|"]
+
+    def row(name: str, values) -> None:
+        lines.append(f"| {name} | " + " | ".join(cell(v) for v in values) + " |")
+
+    row("task", [v.task for v in views])
+    row("episode", [f"{v.replay.sim_config.split} #{v.replay.episode_index}" for v in views])
+    row("scene", [v.replay.episode.scene_id for v in views])
+    for key, name, fmt in METRIC_ROWS:
+        values = [v.replay.metrics.get(key) for v in views]
+        if any(isinstance(x, int | float) and math.isfinite(x) for x in values):
+            row(name, [fmt.format(x) if isinstance(x, int | float) else _number(x, "{}") for x in values])
+    row("cameras", [_cameras(v) for v in views])
+    row("actions", [v.replay.action_mode or "baseline" for v in views])
+    return "\n".join(lines)
+
+
+def _cameras(view: ReplayView) -> str:
+    config = view.replay.sim_config
+    if not config.sensors:
+        return "none (blind)"
+    return f"{'+'.join(config.sensors)} {config.resolution[0]}x{config.resolution[1]}"
+
+
+def titles(views: list[ReplayView]) -> list[str]:
+    out = []
+    for k, letter in enumerate("AB"):
+        if k < len(views):
+            summary = summary_line(views[k].replay.metrics)
+            out.append(f"### {letter}: {html.escape(views[k].label)}\n{html.escape(summary)}")
+        else:
+            out.append("")
+    return out
+
+
+# --- the page ---------------------------------------------------------------------------------------
+def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
+    """The demo page for the model folders under `models` and the replay files under `replays`."""
+    demo = Demo(models, replays, device)
+    model_choices, replay_choices = demo.model_choices(), demo.replay_choices()
+    with gr.Blocks(title="navzoo demo", analytics_enabled=False, delete_cache=(600, 3600)) as app:
+        gr.Markdown(
+            "# navzoo: watch an agent navigate\nPick an agent, a task and an episode, or open a saved replay "
+            "(`navzoo eval --replays K`). The map shows the shortest path (green), the trajectory so far "
+            "(dark to bright) and the agent (black); the goal is red, the start blue."
+        )
+        views = gr.State(None)  # this page's ReplayViews: every frame rendered once per episode
+        playing = gr.State(False)
+        with gr.Tab("Run an episode"):
+            with gr.Row():
+                model = gr.Dropdown(
+                    model_choices,
+                    value=demo.sources.default_model(),
+                    label="agent",
+                    allow_custom_value=True,
+                    elem_id="agent",
+                )
+                second = gr.Dropdown(
+                    [("(none)", NONE), *model_choices],
+                    value=NONE,
+                    label="second agent, side by side (optional)",
+                    allow_custom_value=True,
+                    elem_id="second",
+                )
+                refresh = gr.Button("Rescan folders", scale=0)
+            with gr.Row():
+                task = gr.Radio(list(TASKS), value="PointGoal", label="task")
+                split = gr.Radio(list(SPLITS), value="val", label="split")
+                episode = gr.Number(
+                    0, precision=0, label="episode (empty: picked by the seed)", elem_id="episode"
+                )
+                seed = gr.Number(0, precision=0, label="seed")
+                mode = gr.Radio(list(ACTION_MODES), value="sampled", label="model actions")
+            run = gr.Button("Run episode", variant="primary", elem_id="run-episode")
+        with gr.Tab("Open a replay"):
+            with gr.Row():
+                replay = gr.Dropdown(
+                    [("(none)", NONE), *replay_choices],
+                    value=replay_choices[0][1] if replay_choices else NONE,
+                    label="replay file",
+                    allow_custom_value=True,
+                )
+                second_replay = gr.Dropdown(
+                    [("(none)", NONE), *replay_choices],
+                    value=NONE,
+                    label="second replay, side by side (optional)",
+                    allow_custom_value=True,
+                )
+                upload = gr.File(label="or upload a .replay.json.gz", file_types=[".gz"], type="filepath")
+            open_button = gr.Button("Open replay", variant="primary", elem_id="open-replay")
+        error = gr.Markdown(visible=False, label="error", elem_classes=["navzoo-error"], elem_id="error")
+        with gr.Row():
+            play = gr.Button(PLAY, scale=0, elem_id="play")
+            speed = gr.Dropdown([1, 2, 5, 10], value=1, label="steps per tick", scale=0, min_width=110)
+            slider = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step")
+        timer = gr.Timer(TICK_SECONDS, active=False)
+        columns, titles_shown, step_shown = [], [], []
+        with gr.Row():
+            for letter in "ab":
+                with gr.Column(visible=letter == "a") as column:
+                    titles_shown.append(gr.Markdown(label=f"title {letter}", elem_id=f"title-{letter}"))
+                    with gr.Row():
+                        step_shown += [
+                            gr.Image(
+                                label="top-down map",
+                                format="png",
+                                interactive=False,
+                                height=360,
+                                scale=3,
+                                elem_id=f"map-{letter}",
+                            ),
+                            gr.Image(
+                                label="camera",
+                                format="png",
+                                interactive=False,
+                                height=360,
+                                scale=2,
+                                elem_id=f"view-{letter}",
+                            ),
+                        ]
+                    step_shown.append(gr.HTML(label=f"steps {letter}", elem_id=f"steps-{letter}"))
+                columns.append(column)
+        metrics = gr.Markdown(label="metrics", elem_id="metrics")
+
+        loaded = [error, views, slider, metrics, columns[1], *titles_shown, *step_shown, playing, timer, play]
+
+        def stopped() -> tuple:  # fresh updates each time: gradio consumes the dicts it is given
+            return False, gr.update(active=False), PLAY
+
+        def show_loaded(new: list[ReplayView]) -> list:
+            return [
+                gr.update(value="", visible=False),
+                new,
+                gr.update(minimum=0, maximum=last_step(new), value=0),
+                metrics_markdown(new),
+                gr.update(visible=len(new) > 1),
+                *titles(new),
+                *step_outputs(new, 0),
+                *stopped(),
+            ]
+
+        @_guarded(len(loaded))
+        def on_run(model, second, task, split, episode, seed, mode):
+            return show_loaded(demo.run(model, second or None, task, split, episode, seed, mode))
+
+        @_guarded(len(loaded))
+        def on_open(replay, second_replay, upload):
+            return show_loaded(demo.open(replay or None, second_replay or None, upload))
+
+        @_guarded(1 + len(step_shown))
+        def on_step(views, step):
+            if not views:
+                return [gr.update(visible=False), *[gr.update()] * len(step_shown)]
+            return [gr.update(visible=False), *step_outputs(views, int(step))]
+
+        @_guarded(5 + len(step_shown))
+        def on_tick(views, step, speed, playing):
+            if not views or not playing:
+                return [gr.update(), *stopped(), gr.update(), *[gr.update()] * len(step_shown)]
+            step = min(int(step) + int(speed), last_step(views))
+            more = step < last_step(views)  # the timer stops at the last step
+            state = (True, gr.update(), PAUSE) if more else stopped()
+            return [gr.update(), *state, step, *step_outputs(views, step)]
+
+        def on_play(views, step, playing):
+            if not views or playing:
+                return [*stopped(), gr.update()]
+            restart = int(step) >= last_step(views)  # at the end, play from the start
+            return [True, gr.update(active=True), PAUSE, 0 if restart else gr.update()]
+
+        @_guarded(5)
+        def on_refresh():
+            models_now, replays_now = demo.model_choices(), demo.replay_choices()
+            return [
+                gr.update(visible=False),
+                gr.update(choices=models_now),
+                gr.update(choices=[("(none)", NONE), *models_now]),
+                gr.update(choices=[("(none)", NONE), *replays_now]),
+                gr.update(choices=[("(none)", NONE), *replays_now]),
+            ]
+
+        run.click(on_run, [model, second, task, split, episode, seed, mode], loaded, api_name="run_episode")
+        open_button.click(on_open, [replay, second_replay, upload], loaded, api_name="open_replay")
+        slider.input(
+            on_step,
+            [views, slider],
+            [error, *step_shown],
+            api_name="show_step",
+            trigger_mode="always_last",
+            show_progress="hidden",
+        )
+        play.click(
+            on_play, [views, slider, playing], [playing, timer, play, slider], api_visibility="private"
+        )
+        timer.tick(
+            on_tick,
+            [views, slider, speed, playing],
+            [error, playing, timer, play, slider, *step_shown],
+            api_visibility="private",
+            trigger_mode="always_last",
+        )
+        refresh.click(on_refresh, None, [error, model, second, replay, second_replay], api_name="refresh")
+    return app
+
+
+def _guarded(outputs: int):
+    """Show a navzoo error (a bad model, episode or file) in the page's error box and as a warning, and leave
+    every other output as it was; the first output of every guarded event is that box."""
+
+    def decorate(fn):
+        @wraps(fn)
+        def wrapper(*args):
+            try:
+                return fn(*args)
+            except NavzooError as err:
+                message = str(err)
+            except Exception as err:  # a bug, not bad input: still keep the page (and server) usable
+                log.exception("demo event failed")
+                message = f"unexpected error ({type(err).__name__}: {err}); the server log has the details"
+            gr.Warning(message)
+            box = gr.update(value=f"**Error:** {html.escape(message)}", visible=True)
+            return [box, *[gr.update()] * (outputs - 1)]
+
+        return wrapper
+
+    return decorate
+
+
+def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int | None = 7860, **kwargs):
+    """Serve `app` on this machine: no share link, no analytics, system fonts, and no folder of ours
+    served as files (pictures go through gradio's own cache)."""
+    options = {
+        "server_name": host,
+        "server_port": port,
+        "share": False,
+        "theme": THEME,
+        "css": CSS,
+        "allowed_paths": [],
+        "max_file_size": "64mb",
+        "state_session_capacity": 64,
+        "ssr_mode": False,
+        "footer_links": ["api"],
+    }
+    return app.launch(**{**options, **kwargs})

@@ -1,0 +1,60 @@
+"""`navzoo demo`: the Gradio replay app on this machine (see navzoo.demo.app)."""
+
+import os
+
+from navzoo.errors import ConfigError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="web app: watch an agent navigate, replay saved episodes",
+        description="Serve a Gradio app on this machine (no internet needed): run a baseline or a model on "
+        "an episode of PointGoal, Flee or Explore and play it back (top-down map, camera views, actions, "
+        "values and rewards), two agents side by side, or open replays saved by `navzoo eval --replays K`. "
+        "The app reads model folders and replay files only under the folders given here.",
+    )
+    parser.add_argument(
+        "--models",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder holding model folders or training runs (config.json + model.safetensors); repeatable",
+    )
+    parser.add_argument(
+        "--replays",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="folder holding replay files (*.replay.json.gz, e.g. runs/eval/replays); repeatable",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N to run models on (default cpu)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: one environment's small tensors run fastest on one thread, and "
+        "much faster than on several when other work keeps the cores busy)",
+    )
+    parser.set_defaults(run=_run)
+
+
+def _run(args) -> None:
+    if args.threads < 1:
+        raise ConfigError("threads", args.threads, "1 or more")
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # read when gradio is imported
+    import torch
+
+    try:
+        from navzoo.demo.app import build_app, launch
+    except ImportError as err:
+        hint = f"an install with gradio: pip install 'navzoo[demo]' ({err})"
+        raise ConfigError("demo", "navzoo demo", hint) from None
+    torch.set_num_threads(args.threads)
+    app = build_app(models=args.models, replays=args.replays, device=args.device)
+    try:
+        launch(app, host=args.host, port=args.port)
+    except OSError as err:  # gradio: the port is taken
+        raise ConfigError("port", args.port, f"a free port ({err})") from None

@@ -1,0 +1,216 @@
+"""One episode for the demo: pick it from a split, run a baseline or a model on it, and keep it as a replay.
+
+This follows `navzoo eval` (navzoo/eval_cli.py): models run with the sensors and resolution they were built
+for, baselines with 64x64 depth; PointGoal episodes go through `evaluate`. Flee and Explore have no goal, so
+only the random and forward-only agents run there, with their stop-at-the-goal check left out.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from navzoo.baselines import BASELINES, ForwardOnlyAgent, RandomAgent, make_baseline
+from navzoo.demo.sources import Sources
+from navzoo.errors import ConfigError, UnknownModelError
+from navzoo.evaluation import EpisodeResult, evaluate
+from navzoo.models import PointNavPolicy
+from navzoo.policy_agent import ACTION_MODES, PolicyAgent, check_sim_config, sim_settings
+from navzoo.replay import Replay, make_replay
+from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import SimConfig
+from navzoo.sim.episodes import Episode, generate_episodes, scene_assets
+from navzoo.sim.scenes import SCENES_PER_SPLIT, scene_id, stable_seed
+from navzoo.zoo import load, load_entry
+
+TASKS = {"PointGoal": "pointnav", "Flee": "flee", "Explore": "explore"}
+DEFAULT_SETTINGS = {"sensors": ("depth",), "resolution": (64, 64)}  # as `navzoo eval` runs baselines
+POINTNAV_ONLY = ("goal-follower", "oracle")  # they steer by the goal; random and forward-only need none
+POINTNAV_METRICS = ("success", "spl", "distance_to_goal", "geodesic_distance")
+
+
+@dataclass
+class Agent:
+    label: str
+    source: str  # what was chosen: a baseline or zoo name, or a model folder
+    policy: PointNavPolicy | None = None  # None for a baseline
+
+
+def task_id(task: str) -> str:
+    """'PointGoal' -> 'pointnav'; task ids pass through."""
+    task = TASKS.get(task, task)
+    if task not in TASKS.values():
+        raise ConfigError("task", task, (*TASKS, *TASKS.values()))
+    return task
+
+
+def num_episodes(config: SimConfig) -> int:
+    """How many episodes a split has: train numbers its unbounded scene stream the way val and test do."""
+    return SCENES_PER_SPLIT[config.split] * len(config.scene_families) * config.episodes_per_scene
+
+
+def pick_episode(config: SimConfig, index) -> Episode:
+    """Episode `index` of the config's split, equal to `episodes_for(config)[index]` for val and test, but
+    only the episode's own scene is built (the whole val set takes seconds)."""
+    count = num_episodes(config)
+    if isinstance(index, float) and index.is_integer():
+        index = int(index)
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < count:
+        raise ConfigError(
+            "episode", index, f"an integer in 0 .. {count - 1} (episodes of the {config.split} split)"
+        )
+    # split_scene_ids interleaves the families, and each scene holds episodes_per_scene episodes.
+    position, k = divmod(index, config.episodes_per_scene)
+    number, family = divmod(position, len(config.scene_families))
+    sid = scene_id(config.scene_families[family], config.split, number)
+    assets = scene_assets(sid, config.agent_radius, config.min_geodesic, config.max_geodesic)
+    return generate_episodes(assets, config.episodes_per_scene)[k]
+
+
+def episode_from_seed(config: SimConfig, seed: int) -> int:
+    return stable_seed("demo-episode", config.split, seed) % num_episodes(config)
+
+
+def load_agent(sources: Sources, choice: str, device: str = "cpu") -> Agent:
+    """A baseline, a zoo model from the local cache, or a model folder inside the --models roots."""
+    if not isinstance(choice, str) or not choice.strip():
+        raise UnknownModelError("no model chosen: pick a baseline, a zoo model or a model folder")
+    if choice in BASELINES:
+        return Agent(choice, choice)
+    if choice in sources.zoo_models():
+        # load_entry, not load: a folder named like the entry in the working directory must not win
+        return Agent(choice, choice, load_entry(choice, local_files_only=True, device=device))
+    if not sources.models or ("/" not in choice and "\\" not in choice):
+        raise UnknownModelError(
+            f"unknown model {choice!r}: not a baseline ({', '.join(BASELINES)}), a zoo model in the local "
+            "cache (navzoo.list_models(local=True); `navzoo pull NAME` fetches one when online) or a model "
+            "folder under the --models folders"
+        )
+    folder = sources.model_folder(choice)
+    return Agent(folder.name, str(folder), load(folder, device=device))
+
+
+def sim_config(agent: Agent, task: str, split: str, seed: int = 0, device: str = "cpu") -> SimConfig:
+    """One environment with the sensors the agent reads; ConfigError if the agent cannot do the task."""
+    settings = dict(DEFAULT_SETTINGS)
+    if agent.policy is not None:
+        settings.update(sim_settings(agent.policy.config))
+    config = SimConfig(task=task_id(task), split=split, num_envs=1, seed=int(seed), device=device, **settings)
+    if agent.policy is not None:
+        check_sim_config(agent.policy.config, config, f"model {agent.label!r}")
+    elif config.task != "pointnav" and agent.source in POINTNAV_ONLY:
+        raise ConfigError(
+            "task",
+            config.task,
+            f"'pointnav' for the {agent.source} baseline, which steers by the point goal; random and "
+            "forward-only run on every task",
+        )
+    return config
+
+
+def run_episode(
+    agent: Agent, task: str, split: str, episode=None, seed=0, mode: str = "sampled", device: str = "cpu"
+) -> Replay:
+    """Run `agent` on episode `episode` of the split (None: one picked by `seed`) and return its replay.
+
+    `seed` also seeds the agent (random baseline, sampled actions), as `navzoo eval --seed` does."""
+    if mode not in ACTION_MODES:
+        raise ConfigError("mode", mode, ACTION_MODES)
+    seed = _integer("seed", seed)
+    config = sim_config(agent, task, split, seed, device)
+    index = episode_from_seed(config, seed) if episode is None else episode
+    chosen = pick_episode(config, index)
+    index = int(index)
+    sim = BatchSim(config, episodes=[chosen])
+    try:
+        model = None
+        if agent.policy is not None:
+            runner = PolicyAgent(agent.policy, 1, deterministic=mode == "deterministic", seed=seed)
+            model, mode = runner.describe(), runner.mode
+        elif config.task == "pointnav":
+            runner, mode = make_baseline(agent.source, sim, seed=seed), None
+        else:
+            runner, mode = _GOALLESS[agent.source](sim, seed), None
+        if config.task == "pointnav":
+            result, extra = evaluate(sim, runner, 1, progress=False)[0], {}
+        else:
+            result, extra = _run_without_goal(sim, runner)
+        replay = make_replay(sim, result, agent.label, model, mode)
+    finally:
+        sim.close()
+    # The simulator held this one episode; the replay names it by its index in the split.
+    replay.episode_index = index
+    replay.metrics.update(episode_index=index, **extra)
+    if config.task != "pointnav":
+        for key in POINTNAV_METRICS:
+            replay.metrics.pop(key, None)
+    return replay
+
+
+def _integer(name: str, value) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(name, value, "an integer")
+    return value
+
+
+class _NoGoal:
+    """For tasks without a goal sensor: the goal is never reached, so these agents never stop."""
+
+    def _goal_reached(self, obs):
+        return torch.zeros(self.sim.num_envs, dtype=torch.bool, device=self.sim.device)
+
+
+class _RandomNoGoal(_NoGoal, RandomAgent):
+    pass
+
+
+class _ForwardOnlyNoGoal(_NoGoal, ForwardOnlyAgent):
+    pass
+
+
+_GOALLESS = {"random": _RandomNoGoal, "forward-only": _ForwardOnlyNoGoal}
+
+
+def _run_without_goal(sim: BatchSim, agent) -> tuple[EpisodeResult, dict]:
+    """One Flee or Explore episode in a one-environment simulator, recorded as `evaluate` records PointGoal
+    episodes; the task's own metric (flee_distance or visited_cells) comes back separately."""
+    obs = sim.reset(seed=sim.config.seed)
+    first = torch.ones(1, dtype=torch.bool, device=sim.device)
+    positions, headings = [sim.pos[0].tolist()], [float(sim.heading[0])]
+    actions, rewards = [], []
+    while True:
+        action = agent.act(obs, first)
+        obs, reward, done, info = sim.step(action)
+        actions.append(int(action[0]))
+        rewards.append(float(reward[0]))
+        if bool(done[0]):
+            ended = info["episode"]
+            positions.append(ended["position"][0].tolist())
+            headings.append(float(ended["heading"][0]))
+            break
+        positions.append(sim.pos[0].tolist())
+        headings.append(float(sim.heading[0]))
+        first = done
+    task_metric = {k: float(ended[k][0]) for k in ("flee_distance", "visited_cells") if k in ended}
+    episode = sim.episodes[0]
+    result = EpisodeResult(
+        episode_index=0,
+        episode_id=episode.episode_id,
+        scene_id=episode.scene_id,
+        geodesic_distance=math.nan,
+        success=math.nan,
+        spl=math.nan,
+        distance_to_goal=math.nan,
+        path_length=float(ended["path_length"][0]),
+        collisions=int(ended["collisions"][0]),
+        num_steps=int(ended["num_steps"][0]),
+        episode_return=float(ended["episode_return"][0]),
+        positions=np.asarray(positions, dtype=np.float32),
+        headings=np.asarray(headings, dtype=np.float32),
+        actions=np.asarray(actions, dtype=np.int64),
+        rewards=np.asarray(rewards, dtype=np.float32),
+    )
+    return result, task_metric
