@@ -26,11 +26,16 @@ def save_pretrained(
     *,
     name: str | None = None,
     provenance: dict[str, Any] | None = None,
+    dtype: torch.dtype | None = None,
 ) -> Path:
-    """Write `folder`/config.json and `folder`/model.safetensors; returns the folder."""
+    """Write `folder`/config.json and `folder`/model.safetensors; returns the folder.
+
+    `dtype` (e.g. torch.float16) stores floating-point tensors in that type, halving the file; loading
+    casts them back into the model's float32 parameters.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().to("cpu").contiguous() for k, v in policy.state_dict().items()}
+    tensors = {k: _stored(v, dtype) for k, v in policy.state_dict().items()}
     save_file(tensors, folder / WEIGHTS_NAME, metadata={"format": "pt", "navzoo_format": FORMAT})
     config = {
         "format": FORMAT,
@@ -41,6 +46,12 @@ def save_pretrained(
     }
     (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n")
     return folder
+
+
+def _stored(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
+    if dtype is not None and tensor.is_floating_point():
+        tensor = tensor.to(dtype)
+    return tensor.detach().to("cpu").contiguous()
 
 
 def read_config(folder: str | Path) -> tuple[PolicyConfig, dict[str, Any]]:

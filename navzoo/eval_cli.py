@@ -31,6 +31,7 @@ from navzoo.sim_cli import add_sim_arguments, sim_config_from_args
 from navzoo.topdown import save_png
 from navzoo.zoo import HF_HUB_PREFIX, load
 
+DEFAULT_AGENTS = ("navzoo-pointnav-depth", *BASELINES)  # the shipped depth agent against the baselines
 DEFAULT_SENSORS = ("depth",)
 DEFAULT_RESOLUTION = 64
 
@@ -57,9 +58,10 @@ def register(subparsers) -> None:
     parser.add_argument(
         "agents",
         nargs="*",
-        default=list(BASELINES),
+        default=list(DEFAULT_AGENTS),
         help=f"baselines ({', '.join(BASELINES)}), zoo names, model or training-run folders "
-        "(config.json + model.safetensors), or hf-hub:org/name (default: all baselines)",
+        "(config.json + model.safetensors), or hf-hub:org/name (default: navzoo's shipped depth agent "
+        "and all baselines)",
     )
     parser.add_argument("--episodes", type=int, default=96, help="number of episodes (default 96)")
     parser.add_argument(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from navzoo.errors import ConfigError, UnknownModelError
-from navzoo.hub.weights import load_pretrained
+from navzoo.hub.weights import load_pretrained, read_config
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
 
 HF_HUB_PREFIX = "hf-hub:"
@@ -229,6 +229,29 @@ for _timm_name, _sensors in (("resnet18", "depth"), ("resnet50", "depth"), ("res
             ("timm", "imagenet"),
         )
     )
+
+
+# navzoo's own agents: trained with `navzoo train` (presets of the same names) on the embedded simulator's
+# train split and shipped inside the package in half precision, so they load with no network at all.
+PACKAGED_WEIGHTS = Path(__file__).parent / "weights"
+
+
+def _shipped(name: str, description: str) -> None:
+    folder = PACKAGED_WEIGHTS / name
+    config, meta = read_config(folder)
+    record = meta.get("provenance") or {}
+    provenance = Provenance(
+        paper=DDPPO_PAPER,
+        paper_url=DDPPO_URL,
+        training_data="navzoo's embedded simulator, train split (all scene families)",
+        notes=f"`navzoo train {name}` for {record.get('frames', 0):,} frames; evaluation in the README",
+    )
+    register_model(ModelEntry(name, config, description, provenance, None, ("navzoo", "shipped"), folder))
+
+
+_shipped("navzoo-pointnav-depth", "navzoo's depth agent: SE-ResNet9 (half width) on 64x64 depth + GRU256")
+_shipped("navzoo-pointnav-rgb", "navzoo's RGB agent: SE-ResNet9 (half width) on 64x64 RGB + GRU256")
+_shipped("navzoo-pointnav-blind", "navzoo's blind agent: GPS+Compass and the previous action, GRU256")
 
 
 def list_models(
