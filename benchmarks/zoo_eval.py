@@ -1,0 +1,129 @@
+"""The evaluation table of navzoo's shipped PointGoal agents, in the layout of DD-PPO's Table 2.
+
+    python benchmarks/zoo_eval.py                        # 300 episodes of val and of test
+    python benchmarks/zoo_eval.py --episodes 96 --runs runs/depth runs/rgb runs/blind
+
+Evaluates the baselines (random, forward-only, goal-follower, oracle) and every packaged `navzoo-pointnav-*`
+agent on the same fixed episodes of the val and test splits, actions sampled from the policy as
+habitat-baselines evaluates. Prints a Markdown table (Success and SPL with 95% confidence intervals and
+the episode count) and writes to --out: zoo_eval.json, spl_by_distance-val.png (DD-PPO Fig. 13), and with
+--runs, learning_curves.png from the training runs' log.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+import navzoo
+from navzoo.baselines import BASELINES, make_baseline
+from navzoo.evaluation import evaluate, plot_by_distance, summarize
+from navzoo.policy_agent import PolicyAgent, sim_settings
+from navzoo.sim import BatchSim, SimConfig
+from navzoo.train.logger import read_log
+
+SPLITS = ("val", "test")
+BASELINE_SIM = {"sensors": ("depth",), "resolution": (64, 64)}  # baselines read no images; any sensor works
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--episodes", type=int, default=300, help="episodes per split (default 300)")
+    parser.add_argument("--num-envs", type=int, default=50)
+    parser.add_argument("--runs", nargs="*", default=[], help="training run folders for the learning curves")
+    parser.add_argument("--out", default="benchmarks/results/zoo", help="output folder")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    agents = [*BASELINES, *navzoo.list_models("navzoo-pointnav-*")]
+    results: dict[str, dict[str, dict]] = {split: {} for split in SPLITS}
+    for split in SPLITS:
+        for name in agents:
+            results[split][name] = _evaluate(name, split, args)
+            s = results[split][name]
+            print(
+                f"{split:>4} {name:<24} SPL {s['spl']:.3f} ±{s['spl_ci95']:.3f}  success {s['success']:.3f}"
+            )
+    (out / "zoo_eval.json").write_text(json.dumps({"episodes": args.episodes, "results": results}, indent=2))
+    plot_by_distance(results["val"], out / "spl_by_distance-val.png")
+    if args.runs:
+        plot_learning_curves([Path(r) for r in args.runs], out / "learning_curves.png")
+    print()
+    print(table2(results))
+
+
+def _evaluate(name: str, split: str, args) -> dict:
+    if name in BASELINES:
+        policy, settings = None, BASELINE_SIM
+    else:
+        policy = navzoo.load(name, local_files_only=True)
+        settings = sim_settings(policy.config)
+    sim = BatchSim(SimConfig(split=split, num_envs=args.num_envs, seed=args.seed, **settings))
+    try:
+        agent = (
+            make_baseline(name, sim, seed=args.seed)
+            if policy is None
+            else PolicyAgent(policy, sim.num_envs, seed=args.seed)
+        )
+        return summarize(evaluate(sim, agent, args.episodes, progress=False))
+    finally:
+        sim.close()
+
+
+def _sensors(name: str) -> str:
+    if name in BASELINES:
+        return "GPS+Compass" if name != "oracle" else "map (shortest path)"
+    visual = navzoo.load(name, local_files_only=True).config.visual_sensors
+    return "+".join(s.upper() if s == "rgb" else s.capitalize() for s in visual) or "Blind"
+
+
+def table2(results: dict[str, dict[str, dict]]) -> str:
+    """Markdown in DD-PPO Table 2's layout: one row per agent, val and test SPL and Success with 95% CIs."""
+    episodes = {split: next(iter(rows.values()))["episodes"] for split, rows in results.items()}
+    lines = [
+        "| Agent | Sensors | Val SPL | Val Success | Test SPL | Test Success |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name in results["val"]:
+        cells = []
+        for split in SPLITS:
+            s = results[split][name]
+            cells += [
+                f"{s['spl']:.3f} ± {s['spl_ci95']:.3f}",
+                f"{s['success']:.3f} ± {s['success_ci95']:.3f}",
+            ]
+        lines.append(f"| {name} | {_sensors(name)} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        f"{episodes['val']} val and {episodes['test']} test episodes; ± is a 95% confidence interval."
+    )
+    return "\n".join(lines)
+
+
+def plot_learning_curves(runs: list[Path], path: Path) -> Path:
+    """Training SPL and success against frames, one line per run."""
+    figure = Figure(figsize=(11, 4), layout="constrained")
+    for axes, key, title in zip(
+        figure.subplots(1, 2), ("episode/spl", "episode/success"), ("SPL", "Success"), strict=True
+    ):
+        for run in runs:
+            rows = [r for r in read_log(run) if r.get(key) is not None]
+            axes.plot([r["frames"] / 1e6 for r in rows], [r[key] for r in rows], label=run.name)
+        axes.set_xlabel("frames (millions)")
+        axes.set_ylabel(f"{title} of training episodes")
+        axes.set_ylim(0, 1)
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.savefig(path, dpi=110)
+    return path
+
+
+if __name__ == "__main__":
+    main()
