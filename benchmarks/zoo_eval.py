@@ -42,11 +42,15 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    agents = [*BASELINES, *navzoo.list_models("navzoo-pointnav-*")]
+    # each model is loaded once; a baseline has no policy
+    agents = {name: None for name in BASELINES}
+    agents |= {
+        name: navzoo.load(name, local_files_only=True) for name in navzoo.list_models("navzoo-pointnav-*")
+    }
     results: dict[str, dict[str, dict]] = {split: {} for split in SPLITS}
     for split in SPLITS:
-        for name in agents:
-            results[split][name] = _evaluate(name, split, args)
+        for name, policy in agents.items():
+            results[split][name] = _evaluate(name, policy, split, args)
             s = results[split][name]
             print(
                 f"{split:>4} {name:<24} SPL {s['spl']:.3f} ±{s['spl_ci95']:.3f}  success {s['success']:.3f}"
@@ -56,15 +60,11 @@ def main() -> None:
     if args.runs:
         plot_learning_curves([Path(r) for r in args.runs], out / "learning_curves.png")
     print()
-    print(table2(results))
+    print(table2(results, {name: _sensors(name, policy) for name, policy in agents.items()}))
 
 
-def _evaluate(name: str, split: str, args) -> dict:
-    if name in BASELINES:
-        policy, settings = None, BASELINE_SIM
-    else:
-        policy = navzoo.load(name, local_files_only=True)
-        settings = sim_settings(policy.config)
+def _evaluate(name: str, policy, split: str, args) -> dict:
+    settings = BASELINE_SIM if policy is None else sim_settings(policy.config)
     sim = BatchSim(SimConfig(split=split, num_envs=args.num_envs, seed=args.seed, **settings))
     try:
         agent = (
@@ -77,14 +77,14 @@ def _evaluate(name: str, split: str, args) -> dict:
         sim.close()
 
 
-def _sensors(name: str) -> str:
-    if name in BASELINES:
+def _sensors(name: str, policy) -> str:
+    if policy is None:
         return "GPS+Compass" if name != "oracle" else "map (shortest path)"
-    visual = navzoo.load(name, local_files_only=True).config.visual_sensors
+    visual = policy.config.visual_sensors
     return "+".join(s.upper() if s == "rgb" else s.capitalize() for s in visual) or "Blind"
 
 
-def table2(results: dict[str, dict[str, dict]]) -> str:
+def table2(results: dict[str, dict[str, dict]], sensors: dict[str, str]) -> str:
     """Markdown in DD-PPO Table 2's layout: one row per agent, val and test SPL and Success with 95% CIs."""
     episodes = {split: next(iter(rows.values()))["episodes"] for split, rows in results.items()}
     lines = [
@@ -99,7 +99,7 @@ def table2(results: dict[str, dict[str, dict]]) -> str:
                 f"{s['spl']:.3f} ± {s['spl_ci95']:.3f}",
                 f"{s['success']:.3f} ± {s['success_ci95']:.3f}",
             ]
-        lines.append(f"| {name} | {_sensors(name)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | {sensors[name]} | " + " | ".join(cells) + " |")
     lines.append("")
     lines.append(
         f"{episodes['val']} val and {episodes['test']} test episodes; ± is a 95% confidence interval."

@@ -322,22 +322,8 @@ def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
                     titles_shown.append(gr.Markdown(label=f"title {letter}", elem_id=f"title-{letter}"))
                     with gr.Row():
                         step_shown += [
-                            gr.Image(
-                                label="top-down map",
-                                format="png",
-                                interactive=False,
-                                height=360,
-                                scale=3,
-                                elem_id=f"map-{letter}",
-                            ),
-                            gr.Image(
-                                label="camera",
-                                format="png",
-                                interactive=False,
-                                height=360,
-                                scale=2,
-                                elem_id=f"view-{letter}",
-                            ),
+                            _picture("top-down map", 3, f"map-{letter}"),
+                            _picture("camera", 2, f"view-{letter}"),
                         ]
                     step_shown.append(gr.HTML(label=f"steps {letter}", elem_id=f"steps-{letter}"))
                 columns.append(column)
@@ -422,6 +408,11 @@ def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
         )
         refresh.click(on_refresh, None, [error, model, second, replay, second_replay], api_name="refresh")
     return app
+
+
+def _picture(label: str, scale: int, elem_id: str) -> gr.Image:
+    """A picture of the player: PNG, not editable, one height for the map and the views."""
+    return gr.Image(label=label, format="png", interactive=False, height=360, scale=scale, elem_id=elem_id)
 
 
 def _guarded(outputs: int):

@@ -13,6 +13,8 @@ from typing import Any
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from navzoo.models import PolicyConfig
+
 BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation", "pointgoal")
 TASK_NAME = "PointGoal navigation"
 DATASET_TYPE = "navzoo-embedded-pointnav"  # navzoo's procedurally generated episodes, built in the package
@@ -28,7 +30,7 @@ def card_data(
     """The card's metadata: `config` is the parsed config.json, `evaluation` the entry `eval_results`
     returns (split, episodes, action mode and the summary)."""
     architecture = config["architecture"]
-    sensors = [s for s in architecture["sensors"] if s in ("depth", "rgb")] or ["blind"]
+    sensors = list(_cameras(architecture)) or ["blind"]
     provenance = config.get("provenance") or {}
     tags = [*BASE_TAGS, *sensors]
     if provenance.get("source") == "navzoo train":
@@ -88,9 +90,13 @@ def model_card(
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(sections) + "\n")
 
 
+def _cameras(architecture: dict[str, Any]) -> tuple[str, ...]:
+    return PolicyConfig.from_dict(architecture).visual_sensors
+
+
 def _summary(repo_id: str, config: dict[str, Any]) -> str:
     arch = config["architecture"]
-    sensors = [s for s in arch["sensors"] if s in ("depth", "rgb")]
+    sensors = _cameras(arch)
     seeing = f"{'+'.join(sensors)} at {arch['resolution'][0]}x{arch['resolution'][1]}" if sensors else "blind"
     encoder = arch.get("backbone") or "no visual encoder"
     memory = f"{arch['num_recurrent_layers']}-layer {arch['rnn_type']} with {arch['hidden_size']} units"

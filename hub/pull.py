@@ -35,8 +35,9 @@ def pull(model: str, *, revision: str | None = None, cache_dir: str | Path | Non
     """The cached snapshot folder of `model` (a zoo name, org/name or hf-hub:org/name[@revision]); for a
     model shipped inside navzoo, its folder in the package (there is nothing to download)."""
     name = model.removeprefix(HF_HUB_PREFIX)
-    if "/" not in name and model_entry(name).packaged is not None:
-        return model_entry(name).packaged
+    packaged = None if "/" in name else model_entry(name).packaged
+    if packaged is not None:
+        return packaged
     repo_id, at_revision = _repo_id(model)
     return hub_folder(repo_id, revision=revision or at_revision, cache_dir=cache_dir)
 

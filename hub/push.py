@@ -23,7 +23,7 @@ from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 from navzoo.errors import NavzooError
 from navzoo.hub.card import model_card
 from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
-from navzoo.replay import SUFFIX, load_replay
+from navzoo.replay import load_replay
 from navzoo.replay_view import ReplayView
 from navzoo.video import write_mp4
 
@@ -186,16 +186,14 @@ def _evaluation(eval_dir: Path, folder: Path, out: Path) -> dict[str, Any]:
     (entry,) = models.values()
     if (eval_dir / FIGURE_NAME).is_file():
         shutil.copyfile(eval_dir / FIGURE_NAME, out / FIGURE_NAME)
-    replays = [load_replay(eval_dir / name) for name in entry["replays"]]
+    replays = [(eval_dir / name, load_replay(eval_dir / name)) for name in entry["replays"]]
     if not replays:
         raise NavzooError(f"{path} has no replays of the model: evaluate it with --replays 1 or more")
-    shown = next((r for r in replays if r.metrics.get("success")), replays[0])
+    source, shown = next(((f, r) for f, r in replays if r.metrics.get("success")), replays[0])
     view = ReplayView(shown)
     write_mp4((view.frame(step) for step in range(shown.num_steps + 1)), out / VIDEO_NAME, VIDEO_FPS)
-    replay_name = f"episode-{shown.episode_index}{SUFFIX}"
-    shutil.copyfile(
-        eval_dir / next(n for n in entry["replays"] if n.endswith(replay_name)), out / replay_name
-    )
+    replay_name = source.name
+    shutil.copyfile(source, out / replay_name)
     config = report.get("config", {})
     return {
         "split": config.get("split"),

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from huggingface_hub import try_to_load_from_cache
+
 from navzoo.errors import ConfigError, UnknownModelError
-from navzoo.hub.weights import load_pretrained, read_config
+from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
 
 HF_HUB_PREFIX = "hf-hub:"
@@ -269,10 +271,6 @@ def list_models(
 
 
 def _is_local(entry: ModelEntry) -> bool:
-    from huggingface_hub import try_to_load_from_cache
-
-    from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME
-
     if entry.packaged is not None:
         return True
     if entry.hub_repo is None:
