@@ -22,6 +22,7 @@ from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
 from navzoo.errors import NavzooError
 from navzoo.hub.card import model_card
+from navzoo.hub.pull import pull
 from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
 from navzoo.replay import load_replay
 from navzoo.replay_view import ReplayView
@@ -49,7 +50,9 @@ def register(subparsers) -> None:
         "episode, and train_config.yaml + learning curve for training runs) and upload it in one commit.",
     )
     parser.add_argument(
-        "folder", help="model folder (config.json + model.safetensors) or `navzoo train` run folder"
+        "folder",
+        help="model folder (config.json + model.safetensors), `navzoo train` run folder, or a zoo name "
+        "(its shipped or cached weights, as `navzoo pull` finds them)",
     )
     parser.add_argument("repo_id", help="Hub repository, org/name (created if missing)")
     parser.add_argument("--split", default="val", help="evaluation split (default val)")
@@ -84,7 +87,7 @@ def _run(args) -> None:
     staging = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="navzoo-push-"))
     try:
         write_repo_folder(
-            args.folder,
+            args.folder if Path(args.folder).is_dir() else pull(args.folder),
             staging,
             args.repo_id,
             split=args.split,
