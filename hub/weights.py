@@ -12,7 +12,13 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from navzoo.errors import ConfigError, WeightsFormatError
-from navzoo.models import PointNavPolicy, PolicyConfig
+from navzoo.models import (
+    ActorCritic,
+    ModelConfig,
+    NeuralControllerConfig,
+    build_policy,
+    config_from_dict,
+)
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -21,7 +27,7 @@ FORMAT_VERSION = 1
 
 
 def save_pretrained(
-    policy: PointNavPolicy,
+    policy: ActorCritic,
     folder: str | Path,
     *,
     name: str | None = None,
@@ -41,11 +47,18 @@ def save_pretrained(
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "name": name or policy.name,
+        "task": policy.task,
         "architecture": policy.config.to_dict(),
         "provenance": provenance if provenance is not None else policy.provenance,
     }
     (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n")
     return folder
+
+
+def _without_download(config: ModelConfig) -> ModelConfig:
+    if isinstance(config, NeuralControllerConfig):
+        return config.replace(controller=config.controller.replace(timm_pretrained=False))
+    return config.replace(timm_pretrained=False)
 
 
 def _stored(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
@@ -54,7 +67,7 @@ def _stored(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
     return tensor.detach().to("cpu").contiguous()
 
 
-def read_config(folder: str | Path) -> tuple[PolicyConfig, dict[str, Any]]:
+def read_config(folder: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
     """The architecture of a weight folder and the whole parsed config.json."""
     path = Path(folder) / CONFIG_NAME
     hint = "a navzoo model folder holds config.json and model.safetensors (write one with `navzoo convert`)"
@@ -76,7 +89,7 @@ def read_config(folder: str | Path) -> tuple[PolicyConfig, dict[str, Any]]:
             f"({FORMAT_VERSION}); upgrade navzoo"
         )
     try:
-        return PolicyConfig.from_dict(data["architecture"]), data
+        return config_from_dict(data["architecture"]), data
     except ConfigError as err:
         raise WeightsFormatError(f"{path}: {err}") from None
 
@@ -93,7 +106,7 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
         ) from None
 
 
-def check_state_dict(policy: PointNavPolicy, tensors: dict[str, torch.Tensor], source: str) -> None:
+def check_state_dict(policy: ActorCritic, tensors: dict[str, torch.Tensor], source: str) -> None:
     """Raise WeightsFormatError unless `tensors` has exactly the policy's names and shapes."""
     expected = policy.state_dict()
     missing = sorted(set(expected) - set(tensors))
@@ -117,15 +130,16 @@ def check_state_dict(policy: PointNavPolicy, tensors: dict[str, torch.Tensor], s
         )
 
 
-def load_pretrained(folder: str | Path, *, device: str | torch.device = "cpu") -> PointNavPolicy:
+def load_pretrained(folder: str | Path, *, device: str | torch.device = "cpu") -> ActorCritic:
     """Build the policy described by `folder`/config.json and load `folder`/model.safetensors strictly."""
     folder = Path(folder)
     config, meta = read_config(folder)
     # Weights come from the file, so there is no point fetching timm's ImageNet weights first.
-    policy = PointNavPolicy(config.replace(timm_pretrained=False))
+    policy = build_policy(_without_download(config))
     policy.config = config
     tensors = read_weights(folder / WEIGHTS_NAME)
     check_state_dict(policy, tensors, str(folder / WEIGHTS_NAME))
     policy.load_state_dict(tensors, strict=True)
     policy.name, policy.provenance = meta.get("name"), meta.get("provenance")
+    policy.task = meta.get("task", "pointnav")  # configs written before transfer existed are PointGoal
     return policy.to(device).eval()

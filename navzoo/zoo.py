@@ -20,7 +20,7 @@ from huggingface_hub import try_to_load_from_cache
 
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
-from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
+from navzoo.models import GOAL_SENSOR, ActorCritic, PointNavPolicy, PolicyConfig
 
 HF_HUB_PREFIX = "hf-hub:"
 HUB_ORG = "navzoo"
@@ -336,7 +336,7 @@ def load(
     cache_dir: str | Path | None = None,
     local_files_only: bool = False,
     device: str = "cpu",
-) -> PointNavPolicy:
+) -> ActorCritic:
     """Load a policy with its weights, in eval mode.
 
     `name` is a zoo name (weights from its Hub repository), a local folder holding config.json and
@@ -374,7 +374,7 @@ def load_entry(
     cache_dir: str | Path | None = None,
     local_files_only: bool = False,
     device: str = "cpu",
-) -> PointNavPolicy:
+) -> ActorCritic:
     """Load the zoo entry `name` (never a folder of that name): shipped weights from the package, the
     others through the Hugging Face cache. Arguments as for `load`."""
     from navzoo.hub.resolve import hub_folder  # see load

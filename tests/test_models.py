@@ -106,7 +106,7 @@ def test_evaluate_actions_equals_stepping_with_episode_resets(policy):
 def test_controller_is_differentiable_in_the_goal(policy):
     n = 2
     obs = observations(SMALL, (n,))
-    goal = torch.tensor([[2.0, 0.3], [5.0, -1.0]], requires_grad=True)
+    goal = torch.tensor([[2.0, 0.95, -0.3], [5.0, 0.5, 0.8]], requires_grad=True)
     out = policy.controller(
         goal, obs, policy.initial_state(n), torch.zeros(n, dtype=torch.long), torch.ones(n, dtype=torch.bool)
     )

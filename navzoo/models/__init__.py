@@ -1,23 +1,60 @@
-"""Navigation policies: DD-PPO's PointGoal actor-critic with habitat, BPS and timm visual encoders."""
+"""Navigation policies: DD-PPO's PointGoal actor-critic with habitat, BPS and timm visual encoders, and the
+neural controller (a planner steering a frozen PointGoal policy) used for transfer."""
+
+from typing import Any
 
 from navzoo.models.configuration import GOAL_SENSOR, HABITAT_BACKBONES, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
+from navzoo.models.neural_controller import (
+    ARCHITECTURE_TYPE as NEURAL_CONTROLLER,
+)
+from navzoo.models.neural_controller import (
+    NeuralControllerConfig,
+    NeuralControllerPolicy,
+)
 from navzoo.models.policy import (
+    GOAL_VECTOR_KEY,
     VISUAL_FEATURES_KEY,
+    ActorCritic,
     ActResult,
     EvaluateResult,
     PointNavPolicy,
     PolicyOutput,
 )
 
+ModelConfig = PolicyConfig | NeuralControllerConfig
+
+
+def config_from_dict(data: dict[str, Any]) -> ModelConfig:
+    """The architecture block of a config.json: a PolicyConfig, or a neural controller's (type key)."""
+    if isinstance(data, dict) and data.get("type") == NEURAL_CONTROLLER:
+        return NeuralControllerConfig.from_dict(data)
+    return PolicyConfig.from_dict(data)
+
+
+def build_policy(config: ModelConfig) -> ActorCritic:
+    """A freshly initialised policy of this architecture."""
+    if isinstance(config, NeuralControllerConfig):
+        return NeuralControllerPolicy(config)
+    return PointNavPolicy(config)
+
+
 __all__ = [
     "GOAL_SENSOR",
+    "GOAL_VECTOR_KEY",
     "HABITAT_BACKBONES",
+    "NEURAL_CONTROLLER",
     "VISUAL_FEATURES_KEY",
     "ActResult",
+    "ActorCritic",
     "EvaluateResult",
+    "ModelConfig",
+    "NeuralControllerConfig",
+    "NeuralControllerPolicy",
     "PointNavPolicy",
     "PolicyConfig",
     "PolicyOutput",
     "VisualEncoder",
+    "build_policy",
+    "config_from_dict",
 ]

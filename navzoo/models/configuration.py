@@ -62,12 +62,15 @@ class PolicyConfig:
     input_avgpool: bool | None = None
     normalize_visual_inputs: bool | None = None
     timm_pretrained: bool = False
+    # A fixed (rho, phi) fed to the goal embedding in place of the GPS+Compass sensor: how a PointGoal
+    # policy is fine-tuned for tasks without a goal (DD-PPO section 6, footnote 7).
+    dummy_goal: tuple[float, float] | None = None
 
     def __post_init__(self):
         # Accept lists from JSON and store tuples so configs compare equal and stay hashable.
-        object.__setattr__(self, "sensors", tuple(self.sensors))
-        if self.resolution is not None:
-            object.__setattr__(self, "resolution", tuple(self.resolution))
+        for name in ("sensors", "resolution", "dummy_goal"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, tuple(getattr(self, name)))
         family = backbone_family(self.backbone)
         if self.base_planes is None:
             object.__setattr__(self, "base_planes", 64 if family == "bps" else 32)
@@ -95,7 +98,13 @@ class PolicyConfig:
 
     @property
     def has_goal(self) -> bool:
+        """Whether the policy reads the GPS+Compass sensor."""
         return GOAL_SENSOR in self.sensors
+
+    @property
+    def has_goal_embedding(self) -> bool:
+        """Whether the policy has a goal input at all (the sensor, or a fixed dummy goal)."""
+        return self.has_goal or self.dummy_goal is not None
 
     @property
     def recurrent_layers(self) -> int:
@@ -119,8 +128,17 @@ class PolicyConfig:
                 self.sensors,
                 "depth and/or rgb when a backbone is set, none for the blind agent (backbone=None)",
             )
-        if not self.visual_sensors and not self.has_goal:
-            raise ConfigError("sensors", self.sensors, f"a visual sensor or {GOAL_SENSOR}")
+        if not self.visual_sensors and not self.has_goal_embedding:
+            raise ConfigError("sensors", self.sensors, f"a visual sensor or {GOAL_SENSOR} (or a dummy_goal)")
+        if self.dummy_goal is not None:
+            if self.has_goal:
+                raise ConfigError(
+                    "dummy_goal", self.dummy_goal, f"None when {GOAL_SENSOR} is among the sensors"
+                )
+            if len(self.dummy_goal) != 2 or not all(
+                isinstance(v, int | float) and math.isfinite(v) for v in self.dummy_goal
+            ):
+                raise ConfigError("dummy_goal", self.dummy_goal, "(rho, phi): two finite numbers")
         if self.is_blind:
             if self.resolution is not None:
                 raise ConfigError("resolution", self.resolution, "None for the blind agent")
@@ -150,7 +168,8 @@ class PolicyConfig:
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["sensors"] = list(self.sensors)
-        data["resolution"] = None if self.resolution is None else list(self.resolution)
+        for name in ("resolution", "dummy_goal"):
+            data[name] = None if data[name] is None else list(data[name])
         return data
 
     @classmethod

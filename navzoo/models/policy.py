@@ -12,6 +12,9 @@ Conventions (one step, N environments): observations are the simulator's dict ("
 (`initial_state`), `prev_actions` [N] integer, `masks` [N] bool with False where an episode has just
 started (the state is reset and the previous action becomes the start token). Sequences for PPO add a
 leading time axis: [T, N, ...].
+
+`ActorCritic` holds what every navzoo policy shares on top of its forward(): acting, evaluating actions
+for PPO, the initial state and input checks; navzoo.models.neural_controller builds on it too.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ from navzoo.models.state_encoder import RNNStateEncoder
 
 # Precomputed output of the visual encoder may be passed under this key instead of images (habitat's name).
 VISUAL_FEATURES_KEY = "visual_features"
+# The goal embedding's input [rho, cos(-phi), sin(-phi)] may be passed directly under this key (a planner's
+# goal in the neural-controller setting), instead of being computed from the GPS+Compass reading.
+GOAL_VECTOR_KEY = "goal_vector"
 
 
 @dataclass
@@ -91,9 +97,13 @@ class PointNavNet(nn.Module):
                 nn.Flatten(), nn.Linear(self.visual_encoder.output_size, config.hidden_size), nn.ReLU(True)
             )
             rnn_input += config.hidden_size
-        if config.has_goal:
+        if config.has_goal_embedding:
             self.tgt_embeding = nn.Linear(3, 32)
             rnn_input += 32
+        # Not saved: the dummy goal comes from the config, so the state dict stays habitat's.
+        dummy = config.dummy_goal or (0.0, 0.0)
+        self.register_buffer("dummy_goal", torch.tensor([dummy], dtype=torch.float32), persistent=False)
+        self.uses_dummy_goal = config.dummy_goal is not None
         self.prev_action_embedding = nn.Embedding(config.num_actions + 1, 32)
         self.state_encoder = RNNStateEncoder(
             rnn_input, config.hidden_size, config.num_recurrent_layers, config.rnn_type
@@ -114,60 +124,41 @@ class PointNavNet(nn.Module):
                 visual = self.visual_encoder(observations)
             inputs.append(self.visual_fc(visual))
         if self.tgt_embeding is not None:
-            goal = observations[GOAL_SENSOR]
-            rho, phi = goal[:, 0], goal[:, 1]
-            inputs.append(self.tgt_embeding(torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1)))
+            inputs.append(self.tgt_embeding(self._goal_vector(observations, masks.numel())))
         start = torch.zeros_like(prev_actions)
         inputs.append(self.prev_action_embedding(torch.where(masks, prev_actions + 1, start).flatten()))
         x = torch.cat(inputs, dim=1).view(*masks.shape, -1)
         return self.state_encoder(x, hidden, masks)
 
+    def _goal_vector(self, observations: dict[str, torch.Tensor], count: int) -> torch.Tensor:
+        """[count, 3] inputs of the goal embedding: given directly, from the dummy goal, or the sensor."""
+        if GOAL_VECTOR_KEY in observations:
+            return observations[GOAL_VECTOR_KEY]
+        goal = self.dummy_goal.expand(count, 2) if self.uses_dummy_goal else observations[GOAL_SENSOR]
+        rho, phi = goal[:, 0], goal[:, 1]
+        return torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1)
 
-class PointNavPolicy(nn.Module):
-    """Actor-critic for PointGoal navigation; see the module docstring for shapes."""
 
-    def __init__(self, config: PolicyConfig):
+class ActorCritic(nn.Module):
+    """Acting and PPO evaluation on top of a subclass's forward(); see the module docstring for shapes.
+
+    Subclasses set `config`, `hidden_state_shape` and `visual_encoder`, and implement forward().
+    """
+
+    def __init__(self):
         super().__init__()
-        self.config = config
-        self.net = PointNavNet(config)
-        self.action_distribution = CategoricalNet(config.hidden_size, config.num_actions)
-        self.critic = CriticHead(config.hidden_size)
         # Set by navzoo.load / create_model for named or pretrained models.
         self.name: str | None = None
         self.provenance: dict | None = None
-
-    @property
-    def visual_encoder(self) -> VisualEncoder | None:
-        return self.net.visual_encoder
+        self.task = "pointnav"  # the task it was trained for ("pointnav", "flee" or "explore")
 
     @property
     def hidden_state_shape(self) -> tuple[int, int]:
-        return (self.config.recurrent_layers, self.config.hidden_size)
+        raise NotImplementedError
 
     def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
-        device = device if device is not None else self.critic.fc.weight.device
+        device = device if device is not None else next(self.parameters()).device
         return torch.zeros(batch_size, *self.hidden_state_shape, device=device)
-
-    def forward(
-        self,
-        observations: dict[str, torch.Tensor],
-        hidden: torch.Tensor,
-        prev_actions: torch.Tensor,
-        masks: torch.Tensor,
-    ) -> PolicyOutput:
-        """One step ([N] masks) or a sequence ([T, N] masks, observations [T, N, ...]); differentiable."""
-        self.check_inputs(observations, hidden, prev_actions, masks)
-        lead = masks.shape
-        used = (
-            *self.config.sensors,
-            VISUAL_FEATURES_KEY,
-        )  # other entries of the simulator's dict are ignored
-        flat = {k: v.flatten(0, len(lead) - 1) for k, v in observations.items() if k in used}
-        features, hidden = self.net(
-            flat, hidden, prev_actions.long().view(-1, lead[-1]), masks.view(-1, lead[-1])
-        )
-        features = features.view(*lead, -1)
-        return PolicyOutput(self.action_distribution(features), self.critic(features), hidden, features)
 
     def act(
         self,
@@ -206,42 +197,16 @@ class PointNavPolicy(nn.Module):
             out.value, out.distribution.log_prob(actions), out.distribution.entropy(), out.hidden
         )
 
-    def controller(
-        self,
-        goal: torch.Tensor,
-        observations: dict[str, torch.Tensor],
-        hidden: torch.Tensor,
-        prev_actions: torch.Tensor,
-        masks: torch.Tensor,
-    ) -> PolicyOutput:
-        """The policy as a differentiable controller: a goal vector [N, 2] = (rho, phi) in, the action
-        distribution out. Gradients flow back to `goal` (the neural-controller transfer setting)."""
-        if self.net.tgt_embeding is None:
-            raise ObservationError(f"this policy has no goal input ({GOAL_SENSOR} is not among its sensors)")
-        return self({**observations, GOAL_SENSOR: goal}, hidden, prev_actions, masks)
-
-    def encode(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Visual features [N, C, h, w] of one batch of observations (the frozen-feature use)."""
-        if self.visual_encoder is None:
-            raise ObservationError("the blind policy has no visual encoder")
-        first = observations.get(self.config.visual_sensors[0]) if isinstance(observations, dict) else None
-        self._check_visual(observations, tuple(first.shape[:1]) if isinstance(first, torch.Tensor) else (-1,))
-        return self.visual_encoder(observations)
-
     def freeze_visual_encoder(self) -> VisualEncoder:
         """Freeze the visual encoder (no gradients, always in eval mode) and return it."""
         if self.visual_encoder is None:
             raise ObservationError("the blind policy has no visual encoder")
         return self.visual_encoder.freeze()
 
-    def check_inputs(
-        self,
-        observations: dict[str, torch.Tensor],
-        hidden: torch.Tensor,
-        prev_actions: torch.Tensor,
-        masks: torch.Tensor,
-    ) -> None:
-        """Raise ObservationError naming the first input whose key, shape or dtype does not fit."""
+    def check_recurrent_inputs(
+        self, hidden: torch.Tensor, prev_actions: torch.Tensor, masks: torch.Tensor
+    ) -> tuple[int, ...]:
+        """Raise ObservationError unless masks, prev_actions and hidden fit; returns the leading dims."""
         if not isinstance(masks, torch.Tensor) or masks.dtype != torch.bool or masks.dim() not in (1, 2):
             raise ObservationError(
                 f"masks must be a bool tensor [N] (or [T, N]), True where the episode continues; got "
@@ -261,7 +226,83 @@ class PointNavPolicy(nn.Module):
             raise ObservationError(
                 f"hidden must have shape {expected} (see policy.initial_state); got {_describe(hidden)}"
             )
-        if self.config.has_goal:
+        return lead
+
+
+class PointNavPolicy(ActorCritic):
+    """Actor-critic for PointGoal navigation; see the module docstring for shapes."""
+
+    def __init__(self, config: PolicyConfig):
+        super().__init__()
+        self.config = config
+        self.net = PointNavNet(config)
+        self.action_distribution = CategoricalNet(config.hidden_size, config.num_actions)
+        self.critic = CriticHead(config.hidden_size)
+
+    @property
+    def visual_encoder(self) -> VisualEncoder | None:
+        return self.net.visual_encoder
+
+    @property
+    def hidden_state_shape(self) -> tuple[int, int]:
+        return (self.config.recurrent_layers, self.config.hidden_size)
+
+    def forward(
+        self,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+    ) -> PolicyOutput:
+        """One step ([N] masks) or a sequence ([T, N] masks, observations [T, N, ...]); differentiable."""
+        self.check_inputs(observations, hidden, prev_actions, masks)
+        lead = masks.shape
+        # Other entries of the simulator's dict are ignored.
+        used = (*self.config.sensors, VISUAL_FEATURES_KEY, GOAL_VECTOR_KEY)
+        flat = {k: v.flatten(0, len(lead) - 1) for k, v in observations.items() if k in used}
+        features, hidden = self.net(
+            flat, hidden, prev_actions.long().view(-1, lead[-1]), masks.view(-1, lead[-1])
+        )
+        features = features.view(*lead, -1)
+        return PolicyOutput(self.action_distribution(features), self.critic(features), hidden, features)
+
+    def controller(
+        self,
+        goal_vector: torch.Tensor,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+    ) -> PolicyOutput:
+        """The policy as a differentiable controller: the goal embedding's input [..., 3] =
+        [rho, cos(-phi), sin(-phi)] in, the action distribution out. Gradients flow back to `goal_vector`
+        (the neural-controller transfer setting)."""
+        if self.net.tgt_embeding is None:
+            raise ObservationError(f"this policy has no goal input ({GOAL_SENSOR} is not among its sensors)")
+        if tuple(goal_vector.shape) != (*masks.shape, 3):
+            raise ObservationError(
+                f"goal_vector must have shape {(*masks.shape, 3)}; got {_describe(goal_vector)}"
+            )
+        return self({**observations, GOAL_VECTOR_KEY: goal_vector}, hidden, prev_actions, masks)
+
+    def encode(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Visual features [N, C, h, w] of one batch of observations (the frozen-feature use)."""
+        if self.visual_encoder is None:
+            raise ObservationError("the blind policy has no visual encoder")
+        first = observations.get(self.config.visual_sensors[0]) if isinstance(observations, dict) else None
+        self._check_visual(observations, tuple(first.shape[:1]) if isinstance(first, torch.Tensor) else (-1,))
+        return self.visual_encoder(observations)
+
+    def check_inputs(
+        self,
+        observations: dict[str, torch.Tensor],
+        hidden: torch.Tensor,
+        prev_actions: torch.Tensor,
+        masks: torch.Tensor,
+    ) -> None:
+        """Raise ObservationError naming the first input whose key, shape or dtype does not fit."""
+        lead = self.check_recurrent_inputs(hidden, prev_actions, masks)
+        if self.config.has_goal and GOAL_VECTOR_KEY not in observations:
             _check(observations, GOAL_SENSOR, (*lead, 2), "a float tensor of (rho, phi)", floating=True)
         if self.visual_encoder is not None and VISUAL_FEATURES_KEY not in observations:
             self._check_visual(observations, lead)
