@@ -1,20 +1,16 @@
 """One episode for the demo: pick it from a split, run a baseline or a model on it, and keep it as a replay.
 
 This follows `navzoo eval` (navzoo/eval_cli.py): models run with the sensors and resolution they were built
-for, baselines with 64x64 depth; PointGoal episodes go through `evaluate`. Flee and Explore have no goal, so
-only the random and forward-only agents run there, with their stop-at-the-goal check left out.
+for, and only on the task they were trained for; baselines with 64x64 depth. Flee and Explore have no goal,
+so of the baselines only random and forward-only run there, with their stop-at-the-goal check left out.
 """
 
-import math
 from dataclasses import dataclass
 
-import numpy as np
-import torch
-
-from navzoo.baselines import BASELINES, ForwardOnlyAgent, RandomAgent, make_baseline
+from navzoo.baselines import BASELINES, check_baseline_task, make_baseline
 from navzoo.demo.sources import Sources
 from navzoo.errors import ConfigError, UnknownModelError
-from navzoo.evaluation import EpisodeResult, evaluate
+from navzoo.evaluation import TASK_NAMES, evaluate
 from navzoo.models import PointNavPolicy
 from navzoo.policy_agent import ACTION_MODES, PolicyAgent, check_sim_config, sim_settings
 from navzoo.replay import Replay, make_replay
@@ -24,10 +20,8 @@ from navzoo.sim.episodes import Episode, generate_episodes, scene_assets
 from navzoo.sim.scenes import SCENES_PER_SPLIT, scene_id, stable_seed
 from navzoo.zoo import load, load_entry
 
-TASKS = {"PointGoal": "pointnav", "Flee": "flee", "Explore": "explore"}
+TASKS = {name: task for task, name in TASK_NAMES.items()}  # as the page shows them: "PointGoal" -> "pointnav"
 DEFAULT_SETTINGS = {"sensors": ("depth",), "resolution": (64, 64)}  # as `navzoo eval` runs baselines
-POINTNAV_ONLY = ("goal-follower", "oracle")  # they steer by the goal; random and forward-only need none
-POINTNAV_METRICS = ("success", "spl", "distance_to_goal", "geodesic_distance")
 
 
 @dataclass
@@ -97,15 +91,17 @@ def sim_config(agent: Agent, task: str, split: str, seed: int = 0, device: str =
     if agent.policy is not None:
         settings.update(sim_settings(agent.policy.config))
     config = SimConfig(task=task_id(task), split=split, num_envs=1, seed=int(seed), device=device, **settings)
-    if agent.policy is not None:
-        check_sim_config(agent.policy.config, config, f"model {agent.label!r}")
-    elif config.task != "pointnav" and agent.source in POINTNAV_ONLY:
+    if agent.policy is None:
+        check_baseline_task(agent.source, config.task)
+        return config
+    if config.task != agent.policy.task:  # said in the page's words: pick the task, not --task
+        trained_for = TASK_NAMES.get(agent.policy.task, agent.policy.task)
         raise ConfigError(
             "task",
-            config.task,
-            f"'pointnav' for the {agent.source} baseline, which steers by the point goal; random and "
-            "forward-only run on every task",
+            TASK_NAMES[config.task],
+            f"{trained_for}: model {agent.label!r} is a {trained_for} policy (pick the {trained_for} task)",
         )
+    check_sim_config(agent.policy.config, config, f"model {agent.label!r}", agent.policy.task)
     return config
 
 
@@ -128,23 +124,15 @@ def run_episode(
         if agent.policy is not None:
             runner = PolicyAgent(agent.policy, 1, deterministic=mode == "deterministic", seed=seed)
             model, mode = runner.describe(), runner.mode
-        elif config.task == "pointnav":
+        else:
             runner, mode = make_baseline(agent.source, sim, seed=seed), None
-        else:
-            runner, mode = _GOALLESS[agent.source](sim, seed), None
-        if config.task == "pointnav":
-            result, extra = evaluate(sim, runner, 1, progress=False)[0], {}
-        else:
-            result, extra = _run_without_goal(sim, runner)
+        result = evaluate(sim, runner, 1, progress=False)[0]
         replay = make_replay(sim, result, agent.label, model, mode)
     finally:
         sim.close()
     # The simulator held this one episode; the replay names it by its index in the split.
     replay.episode_index = index
-    replay.metrics.update(episode_index=index, **extra)
-    if config.task != "pointnav":
-        for key in POINTNAV_METRICS:
-            replay.metrics.pop(key, None)
+    replay.metrics.update(episode_index=index)
     return replay
 
 
@@ -154,63 +142,3 @@ def _integer(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(name, value, "an integer")
     return value
-
-
-class _NoGoal:
-    """For tasks without a goal sensor: the goal is never reached, so these agents never stop."""
-
-    def _goal_reached(self, obs):
-        return torch.zeros(self.sim.num_envs, dtype=torch.bool, device=self.sim.device)
-
-
-class _RandomNoGoal(_NoGoal, RandomAgent):
-    pass
-
-
-class _ForwardOnlyNoGoal(_NoGoal, ForwardOnlyAgent):
-    pass
-
-
-_GOALLESS = {"random": _RandomNoGoal, "forward-only": _ForwardOnlyNoGoal}
-
-
-def _run_without_goal(sim: BatchSim, agent) -> tuple[EpisodeResult, dict]:
-    """One Flee or Explore episode in a one-environment simulator, recorded as `evaluate` records PointGoal
-    episodes; the task's own metric (flee_distance or visited_cells) comes back separately."""
-    obs = sim.reset(seed=sim.config.seed)
-    first = torch.ones(1, dtype=torch.bool, device=sim.device)
-    positions, headings = [sim.pos[0].tolist()], [float(sim.heading[0])]
-    actions, rewards = [], []
-    while True:
-        action = agent.act(obs, first)
-        obs, reward, done, info = sim.step(action)
-        actions.append(int(action[0]))
-        rewards.append(float(reward[0]))
-        if bool(done[0]):
-            ended = info["episode"]
-            positions.append(ended["position"][0].tolist())
-            headings.append(float(ended["heading"][0]))
-            break
-        positions.append(sim.pos[0].tolist())
-        headings.append(float(sim.heading[0]))
-        first = done
-    task_metric = {k: float(ended[k][0]) for k in ("flee_distance", "visited_cells") if k in ended}
-    episode = sim.episodes[0]
-    result = EpisodeResult(
-        episode_index=0,
-        episode_id=episode.episode_id,
-        scene_id=episode.scene_id,
-        geodesic_distance=math.nan,
-        success=math.nan,
-        spl=math.nan,
-        distance_to_goal=math.nan,
-        path_length=float(ended["path_length"][0]),
-        collisions=int(ended["collisions"][0]),
-        num_steps=int(ended["num_steps"][0]),
-        episode_return=float(ended["episode_return"][0]),
-        positions=np.asarray(positions, dtype=np.float32),
-        headings=np.asarray(headings, dtype=np.float32),
-        actions=np.asarray(actions, dtype=np.int64),
-        rewards=np.asarray(rewards, dtype=np.float32),
-    )
-    return result, task_metric

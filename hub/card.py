@@ -1,5 +1,5 @@
 """Model cards for navzoo repositories on the Hugging Face Hub, written from the model's config.json and the
-evaluation `navzoo eval` wrote for it.
+evaluation `navzoo eval` wrote for it, on the task the model was trained for (PointGoal, Flee or Explore).
 
 The YAML header follows the Hub's model-card metadata (library_name, tags, license, base_model and a
 model-index with one result per metric), so the Hub lists the model under its library, tags and results.
@@ -8,16 +8,68 @@ model-index with one result per metric), so the Hub lists the model under its li
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
-from navzoo.models import PolicyConfig
+from navzoo.models import NeuralControllerConfig, config_from_dict
 
-BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation", "pointgoal")
-TASK_NAME = "PointGoal navigation"
-DATASET_TYPE = "navzoo-embedded-pointnav"  # navzoo's procedurally generated episodes, built in the package
+TRAINED_BY = ("navzoo train", "navzoo finetune")  # provenance sources that carry a training record
+BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation")
+ACTIONS = "stop, move forward 0.25 m, turn left 10° or turn right 10°"
+
+
+@dataclass(frozen=True)
+class TaskCard:
+    """How a card names a task and its results."""
+
+    tag: str
+    task_name: str  # the model-index task_name
+    dataset: str  # in the model-index dataset name
+    metrics: tuple[tuple[str, str], ...]  # (summary key = metric_type, metric_name)
+    purpose: str  # what the policy does, for the card's first paragraph
+    map_shows: str  # what the video's top-down map draws besides the agent
+    outcome: str | None  # one episode's result, formatted with its metrics; PointGoal's: see _outcome
+
+
+TASK_CARDS = {
+    "pointnav": TaskCard(
+        "pointgoal",
+        "PointGoal navigation",
+        "PointGoal",
+        (("success", "Success"), ("spl", "SPL")),
+        "A PointGoal navigation policy for [navzoo](https://pypi.org/project/navzoo/): given the goal's "
+        f"position relative to the agent (GPS+Compass) and its own sensors, it chooses {ACTIONS}.",
+        "the shortest path",
+        None,
+    ),
+    "flee": TaskCard(
+        "flee",
+        "Flee",
+        "Flee",
+        (("flee_distance", "Flee distance (D_T)"),),
+        "A Flee policy for [navzoo](https://pypi.org/project/navzoo/): with no goal and no GPS+Compass, "
+        "from its own sensors alone, it tries to end each 500-step episode as far from its start as it can "
+        f"(geodesic distance), choosing {ACTIONS}. Its score is D_T = Geo(s_T, s_0) / Max(s_0): the "
+        "distance reached over the largest one in the scene.",
+        "the agent's trajectory",
+        "the agent ends at flee distance D_T = {flee_distance:.2f}",
+    ),
+    "explore": TaskCard(
+        "explore",
+        "Explore",
+        "Explore",
+        (("visited_cells", "Visited cells"),),
+        "An Explore policy for [navzoo](https://pypi.org/project/navzoo/): with no goal and no GPS+Compass, "
+        "from its own sensors alone, it tries to visit as many 1 m cells of the scene as it can in a "
+        f"500-step episode, choosing {ACTIONS}. Its score is the number of cells visited.",
+        "the agent's trajectory",
+        "the agent visits {visited_cells:.0f} cells of 1 m",
+    ),
+}
 
 
 def card_data(
@@ -26,42 +78,52 @@ def card_data(
     *,
     license: str,
     base_model: str | None = None,
+    name: str | None = None,
 ) -> ModelCardData:
     """The card's metadata: `config` is the parsed config.json, `evaluation` the entry `eval_results`
-    returns (split, episodes, action mode and the summary)."""
-    architecture = config["architecture"]
-    sensors = list(_cameras(architecture)) or ["blind"]
+    returns (split, task, episodes, action mode and the summary). `name` stands in for a config.json
+    without one (the Hub needs a model name next to results)."""
+    task_id = _task_id(evaluation)
+    task = TASK_CARDS[task_id]
+    sensors = list(config_from_dict(config["architecture"]).visual_sensors) or ["blind"]
     provenance = config.get("provenance") or {}
-    tags = [*BASE_TAGS, *sensors]
-    if provenance.get("source") == "navzoo train":
+    tags = [*BASE_TAGS, task.tag, *sensors]
+    if provenance.get("source") in TRAINED_BY:
         tags.append("dd-ppo")
     elif provenance.get("original_file"):
         tags += ["dd-ppo", "habitat"]
+    if provenance.get("base_model"):
+        tags.append("transfer-learning")
     summary, split = evaluation["summary"], evaluation["split"]
     setting = {"episodes": summary["episodes"], "action_mode": evaluation["action_mode"]}
     results = [
         EvalResult(
             task_type="reinforcement-learning",
-            task_name=TASK_NAME,
-            dataset_type=DATASET_TYPE,
-            dataset_name=f"navzoo embedded PointGoal ({split})",
+            task_name=task.task_name,
+            dataset_type=f"navzoo-embedded-{task_id}",
+            dataset_name=f"navzoo embedded {task.dataset} ({split})",
             dataset_split=split,
             dataset_args=setting,
             metric_type=metric,
             metric_name=label,
             metric_value=round(float(summary[metric]), 4),
         )
-        for metric, label in (("success", "Success"), ("spl", "SPL"))
+        for metric, label in task.metrics
     ]
     return ModelCardData(
         library_name="navzoo",
         pipeline_tag="reinforcement-learning",
         license=license,
-        base_model=base_model or provenance.get("base_model"),
+        base_model=base_model or hub_repo_id(provenance.get("base_model")),
         tags=tags,
-        model_name=config.get("name"),
+        model_name=config.get("name") or name,
         eval_results=results,
     )
+
+
+def _task_id(evaluation: dict[str, Any]) -> str:
+    """The evaluated task; evaluations written before Flee and Explore were PointGoal."""
+    return evaluation.get("task", "pointnav")
 
 
 def model_card(
@@ -78,54 +140,60 @@ def model_card(
     """The whole card: metadata, what the model is, its results, where it came from and how to use it.
 
     `video`, `figure` and `learning_curve` are file names in the repository: the replay mp4, the
-    SPL-by-distance plot and the training run's learning curve.
+    SPL-by-distance plot (PointGoal only) and the training run's learning curve.
     """
-    data = card_data(config, evaluation, license=license, base_model=base_model)
+    name = repo_id.rsplit("/", 1)[-1]
+    data = card_data(config, evaluation, license=license, base_model=base_model, name=name)
     sections = [
-        _summary(repo_id, config),
+        _summary(data.model_name, config, TASK_CARDS[_task_id(evaluation)]),
         _results(evaluation, video, figure),
-        _provenance(config, data.base_model, learning_curve),
-        _usage(repo_id),
+        _provenance(config, base_model or config.get("provenance", {}).get("base_model"), learning_curve),
+        _usage(repo_id, _task_id(evaluation)),
     ]
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(sections) + "\n")
 
 
-def _cameras(architecture: dict[str, Any]) -> tuple[str, ...]:
-    return PolicyConfig.from_dict(architecture).visual_sensors
-
-
-def _summary(repo_id: str, config: dict[str, Any]) -> str:
-    arch = config["architecture"]
-    sensors = _cameras(arch)
-    seeing = f"{'+'.join(sensors)} at {arch['resolution'][0]}x{arch['resolution'][1]}" if sensors else "blind"
-    encoder = arch.get("backbone") or "no visual encoder"
-    memory = f"{arch['num_recurrent_layers']}-layer {arch['rnn_type']} with {arch['hidden_size']} units"
+def _summary(name: str, config: dict[str, Any], task: TaskCard) -> str:
+    model = config_from_dict(config["architecture"])
+    sensors = model.visual_sensors
+    seeing = f"{'+'.join(sensors)} at {model.resolution[0]}x{model.resolution[1]}" if sensors else "blind"
+    if model.has_goal:
+        seeing += " + GPS+Compass"
+    memory = f"{model.num_recurrent_layers}-layer {model.rnn_type} with {model.hidden_size} units"
+    if isinstance(model, NeuralControllerConfig):
+        structure = "DD-PPO neural controller: a planner steering a frozen PointGoal policy through its goal"
+    else:
+        structure = "habitat-baselines `PointNavResNetPolicy` parameter names"
+    encoder = model.backbone or "no visual encoder"
     return (
-        f"# {config.get('name') or repo_id.rsplit('/', 1)[-1]}\n\n"
-        f"A PointGoal navigation policy for [navzoo](https://pypi.org/project/navzoo/): given the goal's "
-        f"position relative to the agent (GPS+Compass) and its own sensors, it chooses stop, move forward "
-        f"0.25 m, turn left 10° or turn right 10°.\n\n"
-        f"| | |\n|---|---|\n| Sensors | {seeing} + GPS+Compass |\n| Visual encoder | {encoder} |\n"
-        f"| Memory | {memory} |\n| Actor-critic | habitat-baselines `PointNavResNetPolicy` parameter names |"
+        f"# {name}\n\n{task.purpose}\n\n"
+        f"| | |\n|---|---|\n| Sensors | {seeing} |\n| Visual encoder | {encoder} |\n"
+        f"| Memory | {memory} |\n| Actor-critic | {structure} |"
     )
 
 
 def _results(evaluation: dict[str, Any], video: str | None, figure: str | None) -> str:
-    summary = evaluation["summary"]
+    summary, task_id = evaluation["summary"], _task_id(evaluation)
+    task = TASK_CARDS[task_id]
+    on_task = "" if task_id == "pointnav" else f" on {task.task_name}"
 
     def rate(name: str) -> str:
         ci = summary.get(f"{name}_ci95")
         return f"{summary[name]:.3f}" + (f" ± {ci:.3f}" if ci is not None else "")
 
+    names = [label for _, label in task.metrics]
     lines = [
         "## Evaluation",
         "",
         f"{summary['episodes']} episodes of the **{evaluation['split']}** split of navzoo's embedded "
-        f"simulator, actions {evaluation['action_mode']} (`navzoo eval`; ± is a 95% confidence interval).",
+        f"simulator{on_task}, actions {evaluation['action_mode']} (`navzoo eval`; ± is a 95% confidence "
+        "interval).",
         "",
-        "| Split | Episodes | Success | SPL |",
-        "|---|---|---|---|",
-        f"| {evaluation['split']} | {summary['episodes']} | {rate('success')} | {rate('spl')} |",
+        "| Split | Episodes | " + " | ".join(names) + " |",
+        "|---" * (2 + len(names)) + "|",
+        f"| {evaluation['split']} | {summary['episodes']} | "
+        + " | ".join(rate(metric) for metric, _ in task.metrics)
+        + " |",
     ]
     if summary.get("by_distance"):
         lines += ["", "By geodesic distance to the goal (DD-PPO Fig. 13):", ""]
@@ -138,31 +206,37 @@ def _results(evaluation: dict[str, Any], video: str | None, figure: str | None) 
         lines += ["", f"![SPL by geodesic distance]({figure})"]
     if video:
         episode = evaluation.get("video_episode", {})
-        outcome = "reaches the goal" if episode.get("success") else "does not reach the goal"
         lines += [
             "",
-            f"Episode {episode.get('episode_index', 0)} of {evaluation['split']}: the agent {outcome} "
-            f"(SPL {episode.get('spl', 0.0):.2f}). Top-down map with the shortest path, the agent's view and "
-            "its action, value estimate and reward at each step:",
+            f"Episode {episode.get('episode_index', 0)} of {evaluation['split']}: "
+            f"{_outcome(task_id, episode)}. Top-down map with {task.map_shows}, the agent's view and its "
+            "action, value estimate and reward at each step:",
             "",
             f'<video src="{video}" controls autoplay loop muted width="100%"></video>',
         ]
     return "\n".join(lines)
 
 
+def _outcome(task_id: str, episode: dict[str, Any]) -> str:
+    if task_id == "pointnav":
+        reached = "reaches the goal" if episode.get("success") else "does not reach the goal"
+        return f"the agent {reached} (SPL {episode.get('spl', 0.0):.2f})"
+    return TASK_CARDS[task_id].outcome.format(**episode)
+
+
 def _provenance(config: dict[str, Any], base_model: str | None, learning_curve: str | None) -> str:
     provenance = config.get("provenance") or {}
     lines = ["## Provenance", ""]
-    if provenance.get("source") == "navzoo train":
+    if provenance.get("source") in TRAINED_BY:
         train_config = provenance.get("train_config", {})
         machine = provenance.get("machine") or {}
+        command = provenance["source"]
         lines += [
-            f"Trained with `navzoo train` (DD-PPO) for {provenance.get('frames', 0):,} frames in "
+            f"Trained with `{command}` (DD-PPO) for {provenance.get('frames', 0):,} frames in "
             f"{provenance.get('updates', 0):,} updates on {provenance.get('workers', 1)} worker(s) in "
             f"{_duration(provenance.get('wall_time_s', 0))} on {_machine(machine)}.",
             "",
-            "Reproduce with `navzoo train train_config.yaml --run-dir runs/<name>` (the file is in this "
-            "repository).",
+            _reproduce(provenance),
             "",
             "<details><summary>Training config</summary>",
             "",
@@ -194,8 +268,36 @@ def _provenance(config: dict[str, Any], base_model: str | None, learning_curve: 
         lines.append("No training record came with these weights. Their config.json provenance:")
         lines += ["", "```json", json.dumps(provenance, indent=2), "```"]
     if base_model:
-        lines += ["", f"Base model: [{base_model}](https://huggingface.co/{base_model})."]
+        repo = hub_repo_id(base_model)
+        shown = f"[{repo}](https://huggingface.co/{repo})" if repo else f"`{base_model}` (navzoo model zoo)"
+        lines += ["", f"Base model: {shown}."]
     return "\n".join(lines)
+
+
+def _reproduce(provenance: dict[str, Any]) -> str:
+    transfer = provenance.get("transfer")
+    if provenance["source"] == "navzoo finetune" and transfer:
+        return (
+            f"Transferred from `{transfer['base']}` to {transfer['task'].capitalize()} under the "
+            f"`{transfer['setting']}` setting (DD-PPO section 6). Reproduce with `navzoo finetune --task "
+            f"{transfer['task']} --setting {transfer['setting']} --from {transfer['base']} --frames "
+            f"{provenance.get('frames', 0)}` (its training config is below)."
+        )
+    return (
+        "Reproduce with `navzoo train train_config.yaml --run-dir runs/<name>` (the file is in this "
+        "repository)."
+    )
+
+
+def hub_repo_id(model: str | None) -> str | None:
+    """The Hub repository a recorded base model names ("hf-hub:org/name[@rev]", as navzoo.load takes it,
+    or "org/name"), or None for a zoo name or a local folder, which the Hub cannot link."""
+    if not model:
+        return None
+    if model.startswith("hf-hub:"):
+        return model.removeprefix("hf-hub:").partition("@")[0]
+    looks_like_repo = model.count("/") == 1 and not model.startswith((".", "/", "~"))
+    return model if looks_like_repo and not Path(model).exists() else None
 
 
 def _duration(seconds: float) -> str:
@@ -209,7 +311,8 @@ def _machine(machine: dict[str, Any]) -> str:
     return f"{where} ({machine.get('platform', 'unknown platform')}, torch {machine.get('torch', '?')})"
 
 
-def _usage(repo_id: str) -> str:
+def _usage(repo_id: str, task_id: str) -> str:
+    task = "" if task_id == "pointnav" else f'task="{task_id}", '  # the simulator runs the model's task
     return f"""## Usage
 
 ```bash
@@ -227,7 +330,7 @@ from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim import BatchSim, SimConfig
 
 policy = navzoo.load("hf-hub:{repo_id}")
-sim = BatchSim(SimConfig(split="val", num_envs=8, **sim_settings(policy.config)))
+sim = BatchSim(SimConfig({task}split="val", num_envs=8, **sim_settings(policy.config)))
 agent = PolicyAgent(policy, num_envs=8)
 obs, first = sim.reset(), torch.ones(8, dtype=torch.bool)
 for _ in range(200):

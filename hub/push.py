@@ -1,9 +1,10 @@
 """`navzoo push`: publish a model or training-run folder as a Hugging Face Hub model repository.
 
 The repository gets what a reader needs to trust the weights: config.json and model.safetensors, a model
-card (README.md) generated from them and from an evaluation on the embedded simulator, that evaluation
-(eval.json, spl_by_distance.png, one replay file), an mp4 of that episode, and for training runs the
-train_config.yaml that reproduces them and the learning curve. Everything is written to a local folder
+card (README.md) generated from them and from an evaluation on the embedded simulator on the task the model
+was trained for, that evaluation (eval.json, one replay file, and for PointGoal spl_by_distance.png), an
+mp4 of that episode, and for training runs the train_config.yaml that reproduces them and the learning
+curve. Everything is written to a local folder
 first (kept with --out, or only written with --dry-run) and uploaded in one commit with huggingface_hub,
 which finds the token where it always does (HF_TOKEN, `hf auth login`) unless --token is given.
 """
@@ -21,6 +22,7 @@ from huggingface_hub import CommitInfo, HfApi
 from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
 from navzoo.errors import NavzooError
+from navzoo.evaluation import METRIC_LABELS, TASK_METRICS
 from navzoo.hub.card import model_card
 from navzoo.hub.pull import pull
 from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
@@ -34,7 +36,7 @@ VIDEO_NAME = "replay.mp4"
 TRAIN_CONFIG_NAME = "train_config.yaml"
 LEARNING_CURVE_NAME = "learning_curve.png"
 VIDEO_FPS = 8
-REPLAYS_SEARCHED = 5  # the video shows the first successful one of the first few evaluated episodes
+REPLAYS_SEARCHED = 5  # the video shows the first successful one of the first few (else the first)
 
 
 class HubError(NavzooError):
@@ -45,9 +47,10 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "push",
         help="publish a model or training-run folder to the Hugging Face Hub with a model card",
-        description="Evaluate a model on the embedded simulator, write its Hub repository (config.json, "
-        "model.safetensors, README.md model card, eval.json, SPL-by-distance plot, replay.mp4 of an "
-        "episode, and train_config.yaml + learning curve for training runs) and upload it in one commit.",
+        description="Evaluate a model on the embedded simulator on the task it was trained for, write its "
+        "Hub repository (config.json, model.safetensors, README.md model card, eval.json, replay.mp4 of an "
+        "episode, the SPL-by-distance plot for PointGoal, and train_config.yaml + learning curve for "
+        "training runs) and upload it in one commit.",
     )
     parser.add_argument(
         "folder",
@@ -133,13 +136,14 @@ def write_repo_folder(
     folder, out = Path(folder), Path(out)
     load_pretrained(folder)  # refuses a broken folder before anything is evaluated or written
     _, config = read_config(folder)
+    task = config.get("task", "pointnav")  # config.json written before Flee and Explore: PointGoal
     out.mkdir(parents=True, exist_ok=True)
     for name in (CONFIG_NAME, WEIGHTS_NAME):
         shutil.copyfile(folder / name, out / name)
     with tempfile.TemporaryDirectory(prefix="navzoo-eval-") as scratch:
         if eval_dir is None:
-            eval_dir = _evaluate(folder, Path(scratch), split, episodes, mode, device)
-        evaluation = _evaluation(Path(eval_dir), folder, out)
+            eval_dir = _evaluate(folder, Path(scratch), task, split, episodes, mode, device)
+        evaluation = _evaluation(Path(eval_dir), folder, task, out)
     (out / EVAL_NAME).write_text(json.dumps(evaluation, indent=2) + "\n")
     provenance = config.get("provenance") or {}
     if provenance.get("source") == "navzoo train":
@@ -153,26 +157,28 @@ def write_repo_folder(
         license=license,
         base_model=base_model,
         video=VIDEO_NAME,
-        figure=FIGURE_NAME,
+        figure=FIGURE_NAME if (out / FIGURE_NAME).is_file() else None,
         learning_curve=LEARNING_CURVE_NAME if (out / LEARNING_CURVE_NAME).is_file() else None,
     )
     card.save(out / "README.md")
     return out
 
 
-def _evaluate(folder: Path, out: Path, split: str, episodes: int, mode: str, device: str) -> Path:
-    """`navzoo eval FOLDER` into `out`, saving the replays the video is chosen from."""
+def _evaluate(folder: Path, out: Path, task: str, split: str, episodes: int, mode: str, device: str) -> Path:
+    """`navzoo eval FOLDER --task TASK` into `out`, saving the replays the video is chosen from."""
     from navzoo.cli import build_parser  # the CLI imports this module
 
-    argv = ["eval", str(folder), "--split", split, "--episodes", str(episodes), "--mode", mode]
-    argv += ["--replays", str(min(REPLAYS_SEARCHED, episodes)), "--out", str(out), "--device", device]
+    argv = ["eval", str(folder), "--task", task, "--split", split, "--episodes", str(episodes)]
+    argv += ["--mode", mode, "--replays", str(min(REPLAYS_SEARCHED, episodes))]
+    argv += ["--out", str(out), "--device", device]
     args = build_parser().parse_args(argv)
     args.run(args)
     return out
 
 
-def _evaluation(eval_dir: Path, folder: Path, out: Path) -> dict[str, Any]:
-    """This model's entry of `navzoo eval`'s report, with the plot, a replay and its video copied to `out`."""
+def _evaluation(eval_dir: Path, folder: Path, task: str, out: Path) -> dict[str, Any]:
+    """This model's entry of `navzoo eval`'s report on `task`, with the plot, a replay and its video copied
+    to `out`."""
     path = eval_dir / EVAL_NAME
     if not path.is_file():
         raise NavzooError(
@@ -187,6 +193,13 @@ def _evaluation(eval_dir: Path, folder: Path, out: Path) -> dict[str, Any]:
             f"this model alone: `navzoo eval {folder} --out DIR`, or leave --eval-dir out"
         )
     (entry,) = models.values()
+    config = report.get("config", {})
+    evaluated = config.get("task", "pointnav")
+    if evaluated != task:
+        raise NavzooError(
+            f"{path} evaluates the model on {evaluated}, but it was trained for {task}: "
+            f"`navzoo eval {folder} --task {task} --out DIR`, or leave --eval-dir out"
+        )
     if (eval_dir / FIGURE_NAME).is_file():
         shutil.copyfile(eval_dir / FIGURE_NAME, out / FIGURE_NAME)
     replays = [(eval_dir / name, load_replay(eval_dir / name)) for name in entry["replays"]]
@@ -197,9 +210,9 @@ def _evaluation(eval_dir: Path, folder: Path, out: Path) -> dict[str, Any]:
     write_mp4((view.frame(step) for step in range(shown.num_steps + 1)), out / VIDEO_NAME, VIDEO_FPS)
     replay_name = source.name
     shutil.copyfile(source, out / replay_name)
-    config = report.get("config", {})
     return {
         "split": config.get("split"),
+        "task": task,
         "action_mode": entry["action_mode"],
         "sim": entry["sim"],
         "summary": entry["summary"],
@@ -246,7 +259,6 @@ def upload(
 def _commit_message(folder: Path) -> str:
     evaluation = json.loads((folder / EVAL_NAME).read_text())
     summary = evaluation["summary"]
-    return (
-        f"navzoo push: {evaluation['split']} SPL {summary['spl']:.3f}, success {summary['success']:.3f} "
-        f"({summary['episodes']} episodes)"
-    )
+    metrics = TASK_METRICS[evaluation.get("task", "pointnav")]
+    results = ", ".join(f"{METRIC_LABELS[m]} {summary[m]:.3f}" for m in metrics)
+    return f"navzoo push: {evaluation['split']} {results} ({summary['episodes']} episodes)"

@@ -30,6 +30,8 @@ class BaselineAgent:
         raise NotImplementedError
 
     def _goal_reached(self, obs) -> torch.Tensor:
+        if self.sim.config.task != "pointnav":  # Flee and Explore have no goal: these agents never stop
+            return torch.zeros(self.sim.num_envs, dtype=torch.bool, device=self.sim.device)
         return obs["pointgoal_with_gps_compass"][:, 0] <= self.sim.config.success_distance
 
 
@@ -91,11 +93,23 @@ class OracleAgent(BaselineAgent):
 BASELINES = {cls.name: cls for cls in (RandomAgent, ForwardOnlyAgent, GoalFollowerAgent, OracleAgent)}
 
 
+# Baselines that steer by the point goal, so PointGoal only; random and forward-only run on every task.
+GOAL_BASELINES = ("goal-follower", "oracle")
+
+
 def make_baseline(name: str, sim: BatchSim, seed: int = 0) -> BaselineAgent:
     if name not in BASELINES:
         raise ConfigError("agent", name, tuple(BASELINES))
-    if sim.config.task != "pointnav":
-        raise ConfigError(
-            "task", sim.config.task, "'pointnav' (the baseline agents navigate to a point goal)"
-        )
+    check_baseline_task(name, sim.config.task)
     return BASELINES[name](sim, seed)
+
+
+def check_baseline_task(name: str, task: str) -> None:
+    """Raise ConfigError if baseline `name` needs the point goal and `task` has none."""
+    if task != "pointnav" and name in GOAL_BASELINES:
+        raise ConfigError(
+            "task",
+            task,
+            f"'pointnav' for the {name} baseline, which steers by the point goal; on {task} use random or "
+            "forward-only (they run on every task)",
+        )

@@ -1,8 +1,9 @@
-"""`navzoo eval`: Success / SPL of baselines and trained models on a split's fixed episodes.
+"""`navzoo eval`: baselines and trained models on a split's fixed episodes of PointGoal (Success / SPL),
+Flee (D_T) or Explore (visited cells).
 
-Prints a table (overall, then by geodesic distance) and writes to OUT: eval.json, spl_by_distance.png
-(DD-PPO Fig. 13), a top-down map per agent (map-<agent>.png) and replays of the first episodes
-(replays/<agent>/episode-<index>.replay.json.gz, see navzoo.replay).
+Prints a table (for PointGoal also by geodesic distance) and writes to OUT: eval.json, a top-down map per
+agent (map-<agent>.png), replays of the first episodes (replays/<agent>/episode-<index>.replay.json.gz, see
+navzoo.replay) and for PointGoal spl_by_distance.png (DD-PPO Fig. 13).
 """
 
 import argparse
@@ -11,9 +12,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from navzoo.baselines import BASELINES, make_baseline
+import torch
+
+from navzoo.baselines import BASELINES, GOAL_BASELINES, check_baseline_task, make_baseline
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.evaluation import (
+    TASK_NAMES,
     EpisodeResult,
     episode_map,
     evaluate,
@@ -32,6 +36,7 @@ from navzoo.topdown import save_png
 from navzoo.zoo import HF_HUB_PREFIX, load
 
 DEFAULT_AGENTS = ("navzoo-pointnav-depth", *BASELINES)  # the shipped depth agent against the baselines
+GOALLESS_BASELINES = tuple(b for b in BASELINES if b not in GOAL_BASELINES)  # the agents Flee / Explore run
 DEFAULT_SENSORS = ("depth",)
 DEFAULT_RESOLUTION = 64
 
@@ -48,20 +53,21 @@ class _Agent:
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "eval",
-        help="evaluate baselines and trained models on PointGoal episodes",
-        description="Evaluate agents on the fixed PointGoal episodes of a split: prints Success and SPL "
-        "with 95% confidence intervals, overall and by geodesic distance, and writes eval.json, "
-        "spl_by_distance.png (DD-PPO Fig. 13), a top-down map per agent and replays. Models run with "
-        "the sensors and resolution they were built for unless --sensors / --resolution say otherwise; "
-        "baselines use 64x64 depth by default.",
+        help="evaluate baselines and trained models on PointGoal, Flee or Explore episodes",
+        description="Evaluate agents on the fixed episodes of a split: prints the task's metrics with 95% "
+        "confidence intervals (PointGoal: Success and SPL, also by geodesic distance; Flee: D_T; Explore: "
+        "visited cells) and writes eval.json, a top-down map per agent, replays and for PointGoal "
+        "spl_by_distance.png (DD-PPO Fig. 13). --task defaults to the task the first model was trained "
+        "for (PointGoal for baselines). Models run with the sensors and resolution they were built for "
+        "unless --sensors / --resolution say otherwise; baselines use 64x64 depth by default.",
     )
     parser.add_argument(
         "agents",
         nargs="*",
-        default=list(DEFAULT_AGENTS),
-        help=f"baselines ({', '.join(BASELINES)}), zoo names, model or training-run folders "
-        "(config.json + model.safetensors), or hf-hub:org/name (default: navzoo's shipped depth agent "
-        "and all baselines)",
+        help=f"baselines ({', '.join(BASELINES)}; {' and '.join(GOAL_BASELINES)} need PointGoal's goal), "
+        "zoo names, model or training-run folders (config.json + model.safetensors), or hf-hub:org/name "
+        "(default: navzoo's shipped depth agent and all baselines on PointGoal, "
+        f"{' and '.join(GOALLESS_BASELINES)} on Flee and Explore)",
     )
     parser.add_argument("--episodes", type=int, default=96, help="number of episodes (default 96)")
     parser.add_argument(
@@ -79,21 +85,36 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--out", default="runs/eval", help="output folder (default runs/eval)")
     parser.add_argument("--map-episode", type=int, default=0, help="episode drawn on the maps (default 0)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: torch's own choice; on a busy machine 1 is often faster)",
+    )
     add_sim_arguments(parser)
-    # None marks "not given", so that models can bring their own sensors and resolution.
-    parser.set_defaults(run=_run, sensors=None, resolution=None)
+    # None marks "not given", so that models can bring their own task, sensors and resolution.
+    parser.set_defaults(run=_run, task=None, sensors=None, resolution=None)
 
 
 def _run(args) -> None:
     if args.replays < 0:
         raise ConfigError("replays", args.replays, "0 or more episodes per agent")
-    agents = unique_labels([_load_agent(source, args.device) for source in args.agents])
-    configs = [_sim_config(args, agent) for agent in agents]  # every mismatch is reported before running
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ConfigError("threads", args.threads, "1 or more")
+        torch.set_num_threads(args.threads)
+    # With no agents named, the task picks them; otherwise the first model's task is the default.
+    sources = args.agents or list(DEFAULT_AGENTS if args.task in (None, "pointnav") else GOALLESS_BASELINES)
+    agents = unique_labels([_load_agent(source, args.device) for source in sources])
+    task = args.task or next((a.policy.task for a in agents if a.policy is not None), "pointnav")
+    # Every mismatch of task, sensors or resolution is reported before anything runs.
+    configs = [_sim_config(args, agent, task) for agent in agents]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"PointGoal, split {args.split}, {args.episodes} episodes")
+    print(f"{TASK_NAMES[task]}, split {args.split}, {args.episodes} episodes")
     sims: dict[SimConfig, BatchSim] = {}  # one simulator per distinct sensors and resolution
-    summaries, report = {}, {"config": {k: v for k, v in vars(args).items() if k != "run"}, "agents": {}}
+    settings = {k: v for k, v in vars(args).items() if k != "run"} | {"agents": sources, "task": task}
+    summaries, report = {}, {"config": settings, "agents": {}}
     try:
         for agent, config in zip(agents, configs, strict=True):
             if config not in sims:
@@ -104,15 +125,17 @@ def _run(args) -> None:
     finally:
         for sim in sims.values():
             sim.close()
+    written = [out / "eval.json"]
     (out / "eval.json").write_text(json.dumps(_json_safe(report), indent=2))
-    plot_by_distance(summaries, out / "spl_by_distance.png")
     print()
-    print(format_table(summaries))
-    print()
-    print(format_distance_table(summaries))
+    print(format_table(summaries, task))
+    if task == "pointnav":  # only PointGoal has a goal distance to break results down by
+        written.append(plot_by_distance(summaries, out / "spl_by_distance.png"))
+        print()
+        print(format_distance_table(summaries))
     print(
-        f"\nwrote {out / 'eval.json'}, {out / 'spl_by_distance.png'}, maps {out}/map-<agent>.png "
-        f"(episode {args.map_episode}) and replays {out}/replays/<agent>/"
+        f"\nwrote {', '.join(map(str, written))}, maps {out}/map-<agent>.png (episode {args.map_episode}) "
+        f"and replays {out}/replays/<agent>/"
     )
 
 
@@ -146,8 +169,9 @@ def unique_labels(agents: list) -> list:
     return agents
 
 
-def _sim_config(args, agent: _Agent) -> SimConfig:
-    """The user's --sensors / --resolution where given, else the model's, else 64x64 depth."""
+def _sim_config(args, agent: _Agent, task: str) -> SimConfig:
+    """The user's --sensors / --resolution where given, else the model's, else 64x64 depth; ConfigError
+    if the agent cannot run `task`."""
     settings = {"sensors": DEFAULT_SENSORS, "resolution": (DEFAULT_RESOLUTION, DEFAULT_RESOLUTION)}
     if agent.policy is not None:
         settings.update(sim_settings(agent.policy.config))
@@ -156,11 +180,13 @@ def _sim_config(args, agent: _Agent) -> SimConfig:
     if args.resolution is not None:
         settings["resolution"] = (args.resolution, args.resolution)
     shared = argparse.Namespace(
-        **{**vars(args), "sensors": DEFAULT_SENSORS, "resolution": DEFAULT_RESOLUTION}
+        **{**vars(args), "task": task, "sensors": DEFAULT_SENSORS, "resolution": DEFAULT_RESOLUTION}
     )
     config = sim_config_from_args(shared).replace(**settings)
-    if agent.policy is not None:
-        check_sim_config(agent.policy.config, config, f"model {agent.label!r}")
+    if agent.policy is None:
+        check_baseline_task(agent.source, task)
+    else:
+        check_sim_config(agent.policy.config, config, f"model {agent.label!r}", agent.policy.task)
     return config
 
 

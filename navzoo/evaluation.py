@@ -1,4 +1,5 @@
-"""Run an agent over a split's fixed episodes and summarise Success and SPL, as habitat's evaluation does.
+"""Run an agent over a split's fixed episodes and summarise its task's metrics, as habitat's evaluation does:
+Success and SPL for PointGoal, D_T (`flee_distance`) for Flee, the count of visited 1 m cells for Explore.
 
 An agent is anything with ``act(obs, first) -> actions``; ``first`` marks environments whose episode has
 just begun (for recurrent agents to clear their state). An agent may also set ``last_value`` [N] (its value
@@ -22,6 +23,29 @@ from navzoo.sim.batch_sim import BatchSim
 from navzoo.topdown import draw_topdown, shortest_path
 
 DISTANCE_BINS = (0.0, 2.5, 5.0, 7.5, 10.0, 15.0, 20.0, math.inf)  # metres of geodesic start distance
+TASK_NAMES = {"pointnav": "PointGoal", "flee": "Flee", "explore": "Explore"}
+# The metrics an evaluation of each task reports with a 95% interval; the first is the one to rank by.
+TASK_METRICS = {"pointnav": ("spl", "success"), "flee": ("flee_distance",), "explore": ("visited_cells",)}
+METRIC_LABELS = {
+    "spl": "SPL",
+    "success": "success",
+    "flee_distance": "flee distance",
+    "visited_cells": "visited cells",
+}
+# EpisodeResult fields that only one task fills (the others hold NaN or None there).
+_TASK_FIELDS = {
+    "pointnav": ("geodesic_distance", "success", "spl", "distance_to_goal"),
+    "flee": ("flee_distance",),
+    "explore": ("visited_cells",),
+}
+_TRAJECTORY_FIELDS = ("positions", "headings", "actions", "rewards", "values", "action_probs")
+
+
+def primary_metric(task: str) -> str:
+    """The summary key that ranks agents on `task`: 'spl', 'flee_distance' or 'visited_cells'."""
+    if task not in TASK_METRICS:
+        raise ConfigError("task", task, tuple(TASK_METRICS))
+    return TASK_METRICS[task][0]
 
 
 @dataclass
@@ -29,7 +53,7 @@ class EpisodeResult:
     episode_index: int
     episode_id: str
     scene_id: str
-    geodesic_distance: float
+    geodesic_distance: float  # PointGoal's four metrics; NaN on Flee and Explore
     success: float
     spl: float
     distance_to_goal: float
@@ -43,9 +67,14 @@ class EpisodeResult:
     rewards: np.ndarray  # [T], the reward of each action
     values: np.ndarray | None = None  # [T], the agent's value estimate before each action, if it has one
     action_probs: np.ndarray | None = None  # [T, A], the agent's action distribution, if it has one
+    task: str = "pointnav"
+    flee_distance: float | None = None  # Flee: D_T = Geo(s_T, s_0) / Max(s_0), in [0, 1]
+    visited_cells: int | None = None  # Explore: 1 m cells visited
 
     def metrics(self) -> dict:
-        skip = ("positions", "headings", "actions", "rewards", "values", "action_probs")
+        """The episode's numbers, without the trajectory and without the fields of other tasks."""
+        others = [f for task, names in _TASK_FIELDS.items() if task != self.task for f in names]
+        skip = {*_TRAJECTORY_FIELDS, "task", *others}
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
@@ -136,19 +165,24 @@ class _Trajectories:
 
 
 def _result(sim: BatchSim, index: int, ended: dict, env: int, trajectory: dict) -> EpisodeResult:
-    episode = sim.episodes[index]
+    episode, task = sim.episodes[index], sim.config.task
+
+    def value(key: str) -> float:
+        return float(ended[key][env])
+
+    pointgoal = {k: value(k) if task == "pointnav" else math.nan for k in _TASK_FIELDS["pointnav"]}
     return EpisodeResult(
         episode_index=index,
         episode_id=episode.episode_id,
         scene_id=episode.scene_id,
-        geodesic_distance=float(ended["geodesic_distance"][env]),
-        success=float(ended["success"][env]),
-        spl=float(ended["spl"][env]),
-        distance_to_goal=float(ended["distance_to_goal"][env]),
-        path_length=float(ended["path_length"][env]),
+        **pointgoal,
+        path_length=value("path_length"),
         collisions=int(ended["collisions"][env]),
         num_steps=int(ended["num_steps"][env]),
-        episode_return=float(ended["episode_return"][env]),
+        episode_return=value("episode_return"),
+        task=task,
+        flee_distance=value("flee_distance") if task == "flee" else None,
+        visited_cells=int(ended["visited_cells"][env]) if task == "explore" else None,
         **trajectory,
     )
 
@@ -175,8 +209,26 @@ def _rates(results: list[EpisodeResult]) -> dict:
 
 
 def summarize(results: list[EpisodeResult]) -> dict:
-    """Means over episodes, and Success / SPL per geodesic-distance bin (DD-PPO Fig. 13); empty bins are
-    left out."""
+    """Means over episodes of one task, with 95% intervals for its TASK_METRICS, and the mean path length,
+    collisions and steps. PointGoal adds the distance to the goal and Success / SPL per geodesic-distance
+    bin (DD-PPO Fig. 13; empty bins are left out)."""
+    task = _task_of(results)
+    if task == "pointnav":
+        return _pointgoal_summary(results)
+    summary = {"episodes": len(results)}
+    for metric in TASK_METRICS[task]:
+        summary[metric], summary[f"{metric}_ci95"] = mean_ci([getattr(r, metric) for r in results])
+    return {**summary, **_motion(results)}
+
+
+def _task_of(results: list[EpisodeResult]) -> str:
+    tasks = {r.task for r in results}
+    if len(tasks) > 1:
+        raise ConfigError("results", sorted(tasks), "episodes of one task (summarise each task on its own)")
+    return tasks.pop() if tasks else "pointnav"
+
+
+def _pointgoal_summary(results: list[EpisodeResult]) -> dict:
     by_distance = []
     for lo, hi in itertools.pairwise(DISTANCE_BINS):
         chosen = [r for r in results if lo <= r.geodesic_distance < hi]
@@ -185,28 +237,57 @@ def summarize(results: list[EpisodeResult]) -> dict:
     return {
         **_rates(results),
         "distance_to_goal": float(np.mean([r.distance_to_goal for r in results])),
-        "path_length": float(np.mean([r.path_length for r in results])),
-        "collisions": float(np.mean([r.collisions for r in results])),
-        "num_steps": float(np.mean([r.num_steps for r in results])),
+        **_motion(results),
         "by_distance": by_distance,
     }
 
 
-def format_table(summaries: dict[str, dict]) -> str:
-    """A plain-text table, one row per agent."""
+def _motion(results: list[EpisodeResult]) -> dict:
+    """The means every task reports: path length, collisions and steps."""
+    return {
+        "path_length": float(np.mean([r.path_length for r in results])),
+        "collisions": float(np.mean([r.collisions for r in results])),
+        "num_steps": float(np.mean([r.num_steps for r in results])),
+    }
+
+
+_MOTION_COLUMNS = (
+    ("path length", "path_length", 11, ".2f"),
+    ("collisions", "collisions", 10, ".1f"),
+    ("steps", "num_steps", 7, ".1f"),
+)
+# format_table's columns per task: (header, summary key, width, number format).
+_TABLE_COLUMNS = {
+    "pointnav": (
+        ("success", "success", 15, ".3f"),
+        ("SPL", "spl", 15, ".3f"),
+        ("dist-to-goal", "distance_to_goal", 12, ".2f"),
+        ("collisions", "collisions", 10, ".1f"),
+    ),
+    "flee": (("flee distance", "flee_distance", 15, ".3f"), *_MOTION_COLUMNS),
+    "explore": (("visited cells", "visited_cells", 15, ".1f"), *_MOTION_COLUMNS),
+}
+
+
+def format_table(summaries: dict[str, dict], task: str = "pointnav") -> str:
+    """A plain-text table, one row per agent, with the columns of `task` (the summaries' task)."""
+    if task not in _TABLE_COLUMNS:
+        raise ConfigError("task", task, tuple(_TABLE_COLUMNS))
+    columns = _TABLE_COLUMNS[task]
     width = max([16, *map(len, summaries)])
-    header = (
-        f"{'agent':<{width}} {'episodes':>8} {'success':>15} {'SPL':>15} {'dist-to-goal':>12}"
-        f" {'collisions':>10}"
-    )
+    header = f"{'agent':<{width}} {'episodes':>8}" + "".join(f" {title:>{w}}" for title, _, w, _ in columns)
     lines = [header, "-" * len(header)]
     for name, s in summaries.items():
-        lines.append(
-            f"{name:<{width}} {s['episodes']:>8d} {s['success']:>8.3f} ±{s['success_ci95']:.3f}"
-            f" {s['spl']:>8.3f} ±{s['spl_ci95']:.3f} {s['distance_to_goal']:>12.2f}"
-            f" {s['collisions']:>10.1f}"
-        )
+        cells = "".join(f" {_cell(s, key, fmt):>{w}}" for _, key, w, fmt in columns)
+        lines.append(f"{name:<{width}} {s['episodes']:>8d}{cells}")
     return "\n".join(lines)
+
+
+def _cell(summary: dict, key: str, fmt: str) -> str:
+    """The mean, and its 95% interval as "±half-width" where the summary has one."""
+    mean = f"{summary[key]:>8{fmt}}"
+    ci = summary.get(f"{key}_ci95")
+    return mean if ci is None else f"{mean} ±{ci:{fmt}}"
 
 
 def distance_bin_label(lo: float, hi: float) -> str:
@@ -273,18 +354,21 @@ def _bin_counts(summary: dict, bins: list[tuple[float, float]]) -> np.ndarray:
 
 
 def episode_map(sim: BatchSim, result: EpisodeResult, cell_pixels: int = 8) -> np.ndarray:
-    """Top-down picture of an evaluated episode: map, shortest path, trajectory, start and goal."""
+    """Top-down picture of an evaluated episode: map, trajectory and start, and for PointGoal the goal and
+    the shortest path to it (Flee and Explore have no goal)."""
     table = sim.pool.episodes
     assets = sim.pool.assets[int(table["slot"][result.episode_index])]
-    rows, cols = assets.nav.shape
-    field = sim.pool.fields[int(table["field"][result.episode_index]), :rows, :cols].cpu().numpy()
     episode = sim.episodes[result.episode_index]
-    path = shortest_path(assets.nav, field, episode.start)
+    goal, path = None, None
+    if result.task == "pointnav":
+        rows, cols = assets.nav.shape
+        field = sim.pool.fields[int(table["field"][result.episode_index]), :rows, :cols].cpu().numpy()
+        goal, path = episode.goal, shortest_path(assets.nav, field, episode.start)
     return draw_topdown(
         assets.scene,
         assets.nav,
         result.positions,
-        episode.goal,
+        goal,
         path,
         result.headings,
         cell_pixels=cell_pixels,

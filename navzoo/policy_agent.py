@@ -1,4 +1,4 @@
-"""A PointNavPolicy as an evaluation agent, and the simulator settings a policy needs.
+"""A policy as an evaluation agent, and the simulator settings (task, cameras) a policy needs.
 
 The agent keeps what a recurrent policy carries between steps (hidden state, previous actions) and resets
 it where an episode begins, as habitat-baselines' evaluation loop does. Sampled actions come from the
@@ -10,6 +10,7 @@ from contextlib import contextmanager
 import torch
 
 from navzoo.errors import ConfigError
+from navzoo.evaluation import TASK_NAMES
 from navzoo.models import PointNavPolicy, PolicyConfig
 from navzoo.sim.config import SimConfig
 
@@ -19,15 +20,16 @@ ACTION_MODES = ("sampled", "deterministic")
 class PolicyAgent:
     """Runs `policy` on N environments: `act(obs, first) -> actions [N]` (see navzoo.evaluation).
 
-    After each `act`, `last_value` [N] and `last_action_probs` [N, A] hold the critic's estimate and the
-    action distribution for the observations just acted on.
+    `policy` is a PointNavPolicy or any policy with its calling interface (the neural controller). After
+    each `act`, `last_value` [N] and `last_action_probs` [N, A] hold the value estimate and the action
+    distribution for the observations just acted on.
     """
 
     def __init__(self, policy: PointNavPolicy, num_envs: int, deterministic: bool = False, seed: int = 0):
         self.policy = policy
         self.name = policy.name or "policy"
         self.deterministic = deterministic
-        self.device = policy.critic.fc.weight.device
+        self.device = next(policy.parameters()).device
         self.hidden = policy.initial_state(num_envs, self.device)
         self.prev_actions = torch.zeros(num_envs, dtype=torch.long, device=self.device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
@@ -54,9 +56,10 @@ class PolicyAgent:
         return actions.to(first.device)
 
     def describe(self) -> dict:
-        """The model, for reports and replays: its name, architecture and provenance."""
+        """The model, for reports and replays: its name, task, architecture and provenance."""
         return {
             "name": self.policy.name,
+            "task": self.policy.task,
             "architecture": self.policy.config.to_dict(),
             "provenance": self.policy.provenance,
         }
@@ -82,10 +85,19 @@ def sim_settings(config: PolicyConfig) -> dict:
     return {"sensors": config.visual_sensors, "resolution": tuple(config.resolution)}
 
 
-def check_sim_config(config: PolicyConfig, sim_config: SimConfig, label: str = "the model") -> None:
-    """Raise ConfigError, saying how to fix it, unless the simulator renders what the policy reads."""
-    if sim_config.task != "pointnav":
-        raise ConfigError("task", sim_config.task, f"'pointnav': {label} is a PointGoal policy")
+def check_sim_config(
+    config: PolicyConfig, sim_config: SimConfig, label: str = "the model", task: str = "pointnav"
+) -> None:
+    """Raise ConfigError, saying how to fix it, unless the simulator runs the policy's `task` and renders
+    what the policy reads."""
+    if sim_config.task != task:
+        name = TASK_NAMES.get(task, task)
+        raise ConfigError(
+            "task",
+            sim_config.task,
+            f"{task!r}: {label} is a {name} policy (SimConfig(task={task!r}); navzoo eval: pass --task "
+            f"{task}, or leave --task out and name this model first)",
+        )
     missing = [s for s in config.visual_sensors if s not in sim_config.sensors]
     if missing:
         wanted = " ".join(config.visual_sensors)

@@ -38,7 +38,7 @@ RENDER_BATCH = 64  # frames rendered per simulator call: bounds memory for long 
 @dataclass
 class Replay:
     agent: str  # the label the agent had in the evaluation
-    model: dict | None  # name, architecture and provenance of a learned policy; None for a baseline
+    model: dict | None  # name, task, architecture and provenance of a learned policy; None for a baseline
     action_mode: str | None  # "sampled" or "deterministic" for a learned policy
     sim_config: SimConfig  # for one CPU environment; rebuild the scene with BatchSim(sim_config, [episode])
     episode_index: int

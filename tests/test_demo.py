@@ -23,6 +23,7 @@ from navzoo.cli import build_parser
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
 from navzoo.evaluation import evaluate
 from navzoo.hub.weights import save_pretrained
+from navzoo.models import PointNavPolicy, PolicyConfig
 from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.replay import load_replay, make_replay, save_replay
 from navzoo.replay_view import ReplayView
@@ -178,6 +179,27 @@ def test_flee_and_explore(demo, folders):
         demo.run("goal-follower", None, "Flee", "val", 0, 0)
     with pytest.raises(ConfigError, match="PointGoal policy"):
         demo.run(str(folders["models"] / "blind"), None, "Explore", "val", 0, 0)
+
+
+def test_a_transferred_model_runs_on_its_own_task(tmp_path):
+    config = PolicyConfig(
+        backbone=None,
+        sensors=(),
+        resolution=None,
+        dummy_goal=(1.0, 0.0),
+        hidden_size=32,
+        rnn_type="GRU",
+        num_recurrent_layers=1,
+    )
+    flee = PointNavPolicy(config)
+    flee.task = "flee"
+    folder = save_pretrained(flee, tmp_path / "flee-run", name="tiny-flee")
+    demo = demo_app.Demo(models=[tmp_path])
+    (view,) = demo.run(str(folder), None, "Flee", "val", 0, 0)
+    assert view.task == "flee" and view.replay.model["task"] == "flee" and view.replay.values is not None
+    assert 0 <= view.replay.metrics["flee_distance"] <= 1 and "spl" not in view.replay.metrics
+    with pytest.raises(ConfigError, match=r"is a Flee policy \(pick the Flee task\)"):
+        demo.run(str(folder), None, "PointGoal", "val", 0, 0)
 
 
 def test_side_by_side_holds_the_shorter_episode(demo):
