@@ -11,12 +11,13 @@ def build_parser() -> argparse.ArgumentParser:
     from navzoo.demo import cli as demo_cli
     from navzoo.hub import convert, pull, push
     from navzoo.train import cli as train_cli
+    from navzoo.transfer import cli as transfer_cli
 
     parser = argparse.ArgumentParser(
         prog="navzoo", description="navzoo: embodied-navigation model zoo and transfer-learning toolkit"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (train_cli, eval_cli, sim_cli, convert, push, pull, demo_cli):
+    for module in (train_cli, transfer_cli, eval_cli, sim_cli, convert, push, pull, demo_cli):
         module.register(subparsers)
     return parser
 

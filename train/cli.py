@@ -54,6 +54,13 @@ def _run(args) -> int:
         if not config_source.is_file():
             raise ConfigError("run_dir", str(run_dir), f"a run folder holding {CONFIG_FILE} to resume")
     config = load_config(config_source, overrides)
+    if config.model is None:
+        raise ConfigError(
+            "model",
+            None,
+            "a zoo architecture; a run without one was started by `navzoo finetune`: continue it with "
+            f"`navzoo finetune --resume --run-dir {run_dir}`",
+        )
     main_worker = os.environ.get("RANK", "0") == "0"
     if main_worker:
         print(f"navzoo train: {config_summary(config)} -> {run_dir}")

@@ -93,7 +93,8 @@ class DistributedConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    model: str = "bps-se-resnet9"
+    # The zoo architecture to train; None when the caller builds the policy (navzoo finetune).
+    model: str | None = "bps-se-resnet9"
     policy: dict[str, Any] = field(default_factory=dict)
     sim: SimConfig = field(default_factory=lambda: SimConfig(split="train"))
     ppo: PPOConfig = field(default_factory=PPOConfig)
@@ -127,7 +128,8 @@ class TrainConfig:
             if not isinstance(rank, int) or not isinstance(overrides, dict):
                 raise ConfigError("rank_sim_overrides", {rank: overrides}, "{rank: {SimConfig field: value}}")
             self.sim_for_rank(rank)
-        self.policy_config()
+        if self.model is not None:
+            self.policy_config()
 
     def policy_config(self) -> PolicyConfig:
         """The zoo architecture `model` with `policy` overrides; sensors and resolution follow `sim`."""

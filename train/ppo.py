@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from navzoo.models.policy import PointNavPolicy
+from navzoo.models.policy import ActorCritic
 from navzoo.train.config import PPOConfig
 from navzoo.train.rollout import MiniBatch, RolloutStorage
 
@@ -91,7 +91,7 @@ def vtrace(
 class ActionEvaluator(nn.Module):
     """`policy.evaluate_actions` as a forward(), so DistributedDataParallel can hook the backward pass."""
 
-    def __init__(self, policy: PointNavPolicy):
+    def __init__(self, policy: ActorCritic):
         super().__init__()
         self.policy = policy
 
@@ -103,7 +103,7 @@ class ActionEvaluator(nn.Module):
 class PPO:
     def __init__(
         self,
-        policy: PointNavPolicy,
+        policy: ActorCritic,
         config: PPOConfig,
         lr: float,
         device: torch.device,

@@ -17,8 +17,10 @@ import signal
 import subprocess
 import time
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -26,7 +28,7 @@ import yaml
 
 from navzoo.errors import ConfigError
 from navzoo.hub.weights import save_pretrained
-from navzoo.models import PointNavPolicy
+from navzoo.models import VISUAL_FEATURES_KEY, ActorCritic, PointNavPolicy
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.config import TrainConfig
@@ -54,6 +56,18 @@ STATS_WINDOW = 20  # updates whose finished episodes make up the logged episode 
 
 
 @dataclass
+class PolicySpec:
+    """A policy built by the caller instead of from the config's zoo architecture (navzoo.transfer).
+
+    `build` runs on every worker after the same seed, so all of them start from the same parameters.
+    """
+
+    build: Callable[[], ActorCritic]
+    source: str  # the command that trains it, recorded in the exported model's provenance
+    provenance: dict[str, Any] = field(default_factory=dict)  # added to the exported model's provenance
+
+
+@dataclass
 class TrainResult:
     run_dir: Path
     updates: int
@@ -62,24 +76,34 @@ class TrainResult:
     metrics: dict[str, float]
 
 
-def train(config: TrainConfig, run_dir: str | Path, resume: bool = False) -> TrainResult:
+def train(
+    config: TrainConfig, run_dir: str | Path, resume: bool = False, spec: PolicySpec | None = None
+) -> TrainResult:
     """Train in this process; under torchrun every worker calls this with the same arguments."""
+    if spec is None and config.model is None:
+        raise ConfigError("model", None, "a zoo architecture (only navzoo finetune builds its own policy)")
     workers = init_workers(config.distributed, config.device)
     try:
-        return Trainer(config, Path(run_dir), workers).run(resume or restart_count() > 0)
+        return Trainer(config, Path(run_dir), workers, spec).run(resume or restart_count() > 0)
     finally:
         close_workers()
 
 
 class Trainer:
-    def __init__(self, config: TrainConfig, run_dir: Path, workers: Workers):
-        self.config, self.run_dir, self.workers = config, run_dir, workers
+    def __init__(self, config: TrainConfig, run_dir: Path, workers: Workers, spec: PolicySpec | None = None):
+        self.config, self.run_dir, self.workers, self.spec = config, run_dir, workers, spec
         self.device = workers.device
         cores = os.cpu_count() or 1
         torch.set_num_threads(config.torch_threads or max(1, cores // workers.local_world_size))
         torch.manual_seed(config.seed)  # the same initial parameters on every worker
-        self.policy = PointNavPolicy(config.policy_config()).to(self.device)
+        policy = spec.build() if spec is not None else PointNavPolicy(config.policy_config())
+        self.policy = policy.to(self.device)
+        self.policy.task = config.sim.task
         self.policy.train()
+        encoder = self.policy.visual_encoder
+        # A frozen encoder's features never change, so the rollout stores them instead of the images and
+        # the PPO epochs skip the encoder.
+        self.frozen_encoder = encoder if encoder is not None and encoder.frozen else None
         torch.manual_seed(config.seed * 1000 + workers.rank + 1)  # each worker's own action samples
         self.sim = BatchSim(config.sim_for_rank(workers.rank).replace(device=str(self.device)))
         self.frames_per_update = config.frames_per_update(workers.world_size)
@@ -110,7 +134,7 @@ class Trainer:
             if found is None:
                 (self.run_dir / CONFIG_FILE).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
         dist.barrier()
-        observations = self.sim.reset()
+        observations = self._observe(self.sim.reset())
         storage = RolloutStorage(
             cfg.ppo.num_steps, observations, self.policy.initial_state(self.sim.num_envs)
         )
@@ -172,6 +196,7 @@ class Trainer:
                 act = self.policy.act(observations, hidden, prev_actions, masks)
             t1 = self._sync_time()
             next_observations, rewards, dones, info = self.sim.step(act.action)
+            next_observations = self._observe(next_observations)
             t2 = self._sync_time()
             storage.insert(act.action, act.log_prob, act.value.float(), rewards, next_observations, dones)
             hidden = act.hidden.float()
@@ -198,6 +223,16 @@ class Trainer:
             "sim_s": sim_s,
             "inference_s": inference_s,
         }
+
+    def _observe(self, observations: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The simulator's observations as the rollout stores them (visual features for a frozen encoder)."""
+        if self.frozen_encoder is None:
+            return observations
+        visual = self.frozen_encoder.visual_sensors
+        with torch.no_grad():
+            features = self.frozen_encoder({k: observations[k] for k in visual})
+        rest = {k: v for k, v in observations.items() if k not in visual}
+        return {**rest, VISUAL_FEATURES_KEY: features}
 
     def _reduce(self, rollout: dict, losses: dict, learning_s: float, started: float, lr: float) -> dict:
         """All-reduce this update's statistics; update counters and the episode window."""
@@ -306,13 +341,14 @@ class Trainer:
         mine = state["workers"][self.workers.rank]
         self.sim.load_state_dict(mine["sim"])
         to_device = {k: v.to(self.device) for k, v in mine["carry"].items()}
-        storage.load_carry_state(to_device, self.sim.observe())
+        storage.load_carry_state(to_device, self._observe(self.sim.observe()))
         ckpt.set_rng_state(mine["rng"], self.device)
 
     def _export_model(self, metrics: dict[str, float]) -> None:
         """config.json + model.safetensors at the top of the run folder, so navzoo.load(run_dir) works."""
         provenance = {
-            "source": "navzoo train",
+            "source": self.spec.source if self.spec is not None else "navzoo train",
+            **(self.spec.provenance if self.spec is not None else {}),
             "run": self.run_dir.name,
             "train_config": self.config.to_dict(),
             "frames": self.frames,
@@ -363,7 +399,7 @@ def _requeue_slurm_job() -> None:
 def config_summary(config: TrainConfig) -> str:
     policy = config.policy_config()
     return (
-        f"{config.model} ({policy.backbone or 'blind'}, {'+'.join(policy.sensors)}), "
+        f"{config.model} ({policy.backbone or 'blind'}, {'+'.join(policy.sensors)}), {config.sim.task}, "
         f"{config.sim.num_envs} envs x {config.ppo.num_steps} steps per worker, "
         f"{config.total_frames:,} frames"
     )

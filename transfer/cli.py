@@ -1,0 +1,149 @@
+"""`navzoo finetune`: transfer a PointGoal model to Flee or Explore under one of DD-PPO's five settings,
+or under all of them (`--setting all`, the sweep behind DD-PPO Fig. 5)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from navzoo.errors import ConfigError
+from navzoo.train.config import TrainConfig, apply_override
+from navzoo.transfer.config import transfer_train_config
+from navzoo.transfer.finetune import finetune, load_base, load_run
+
+DEFAULT_FRAMES = 1_000_000
+
+
+def register(subparsers) -> None:
+    from navzoo.transfer.settings import SETTINGS
+
+    settings = "; ".join(f"{s.id}: {s.description}" for s in SETTINGS.values())
+    parser = subparsers.add_parser(
+        "finetune",
+        help="transfer a PointGoal model to Flee or Explore (DD-PPO's five settings)",
+        description="Train a Flee or Explore agent from a PointGoal model with DD-PPO on the embedded "
+        "simulator. The GPS+Compass is removed; the setting decides what is reused and what is frozen. "
+        "Runs as one process or as many under torchrun (`torchrun --nproc-per-node 2 -m navzoo.cli "
+        "finetune ...`). The run folder is a `navzoo train` run folder plus transfer.yaml: resume it with "
+        "--resume, evaluate it with `navzoo eval RUN_DIR --task TASK`, publish it with `navzoo push`.",
+        epilog=f"settings: {settings}. Example: navzoo finetune --task flee --setting pointgoal-finetune "
+        "--from navzoo-pointnav-rgb --frames 2e5",
+    )
+    parser.add_argument("--task", choices=("flee", "explore"), help="the new task")
+    parser.add_argument(
+        "--setting", help=f"one of {', '.join(SETTINGS)} (or DD-PPO's name), or 'all' for the sweep"
+    )
+    parser.add_argument(
+        "--from",
+        dest="base",
+        help="the PointGoal model: a zoo name, a model or `navzoo train` run folder, or hf-hub:org/name",
+    )
+    parser.add_argument(
+        "--frames", type=float, help=f"frames of experience per run (default {DEFAULT_FRAMES:.0e})"
+    )
+    parser.add_argument(
+        "--run-dir",
+        help="run folder (default runs/finetune/TASK-SETTING); with --setting all, the sweep's folder",
+    )
+    parser.add_argument("--resume", action="store_true", help="continue the run saved in --run-dir")
+    parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="training config, e.g. ppo.lr=1e-4")
+    group = parser.add_argument_group("settings' options")
+    group.add_argument(
+        "--dummy-goal",
+        type=float,
+        nargs=2,
+        metavar=("RHO", "PHI"),
+        help="fixed goal fed to a fine-tuned policy in place of GPS+Compass (default 5 0)",
+    )
+    group.add_argument("--imagenet-model", help="timm model of imagenet-encoder (default resnet18)")
+    group.add_argument(
+        "--imagenet-weights", help="local file with its ImageNet weights (default: from the Hub through timm)"
+    )
+    group.add_argument(
+        "--planner-hidden-size", type=int, help="neural-controller planner width (default 512)"
+    )
+    sweep = parser.add_argument_group("sweep (--setting all)")
+    sweep.add_argument("--eval-episodes", type=int, default=32, help="val episodes per point (default 32)")
+    sweep.add_argument("--points", type=int, default=5, help="checkpoints evaluated per run (default 5)")
+    parser.set_defaults(run=_run)
+
+
+def _run(args) -> int:
+    from navzoo.transfer.config import TransferConfig
+    from navzoo.transfer.settings import setting_id
+
+    if args.resume and args.setting != "all":
+        return _resume(args)
+    for flag, value in (("--task", args.task), ("--setting", args.setting), ("--from", args.base)):
+        if value is None:
+            raise ConfigError(flag, None, "a value (or --resume --run-dir RUN to continue a run)")
+    options = {
+        k: v
+        for k, v in (
+            ("dummy_goal", args.dummy_goal),
+            ("imagenet_model", args.imagenet_model),
+            ("imagenet_weights", args.imagenet_weights),
+            ("planner_hidden_size", args.planner_hidden_size),
+        )
+        if v is not None
+    }
+    frames = int(args.frames or DEFAULT_FRAMES)
+    if args.setting == "all":
+        return _sweep(args, frames, options)
+    transfer = TransferConfig(task=args.task, setting=setting_id(args.setting), base=args.base, **options)
+    run_dir = Path(args.run_dir or f"runs/finetune/{transfer.task}-{transfer.setting}")
+    config = transfer_train_config(load_base(transfer.base), transfer.task, frames, args.overrides)
+    return _train(transfer, config, run_dir, resume=False)
+
+
+def _resume(args) -> int:
+    """Continue a run with its saved configs; --frames and overrides may extend or change it."""
+    if args.run_dir is None:
+        raise ConfigError("--run-dir", None, "the run folder to resume")
+    transfer, config = load_run(args.run_dir)
+    for flag, given, saved in (("--task", args.task, transfer.task), ("--from", args.base, transfer.base)):
+        if given is not None and given != saved:
+            raise ConfigError(flag, given, f"{saved!r} as saved in the run, or leave it out with --resume")
+    overrides = list(args.overrides) + ([f"total_frames={int(args.frames)}"] if args.frames else [])
+    if overrides:
+        data = config.to_dict()
+        for item in overrides:
+            apply_override(data, item)
+        config = TrainConfig.from_dict(data)
+    return _train(transfer, config, Path(args.run_dir), resume=True)
+
+
+def _train(transfer, config, run_dir: Path, resume: bool) -> int:
+    main_worker = os.environ.get("RANK", "0") == "0"
+    if main_worker:
+        print(
+            f"navzoo finetune: {transfer.setting} on {transfer.task} from {transfer.base}, "
+            f"{config.sim.num_envs} envs x {config.ppo.num_steps} steps per worker, "
+            f"{config.total_frames:,} frames -> {run_dir}"
+        )
+    result = finetune(transfer, config, run_dir, resume=resume)
+    if main_worker:
+        if result.stopped_by:
+            print(f"stopped by {result.stopped_by} at {result.frames:,} frames; continue with --resume")
+        else:
+            print(f"done: {result.updates} updates, {result.frames:,} frames; model in {run_dir}")
+    return 0
+
+
+def _sweep(args, frames: int, options: dict) -> int:
+    from navzoo.transfer.sweep import EvalPlan, run_sweep
+
+    out = Path(args.run_dir or f"runs/finetune/{args.task}-sweep")
+    plan = EvalPlan(episodes=args.eval_episodes, points=args.points)
+    results = run_sweep(
+        args.task, args.base, frames, out, plan=plan, overrides=args.overrides, transfer_options=options
+    )
+    print(f"{'setting':<36} {'frames':>10} {results['metric']:>14}")
+    for entry in results["settings"].values():
+        if entry["status"] == "done":
+            last = entry["curve"][-1]
+            print(f"{entry['label']:<36} {last['frames']:>10,} {last['metric']:>14.3f}")
+        else:
+            print(f"{entry['label']:<36} not run: {entry['reason'][:80]}")
+    print(f"results: {out / 'sweep.json'}, plot: {out / ('sweep-' + args.task + '.png')}")
+    return 0

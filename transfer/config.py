@@ -1,0 +1,93 @@
+"""What a transfer run is: the setting and its base model (TransferConfig, transfer.yaml in the run folder),
+and the DD-PPO training config it runs under (train_config.yaml, as for `navzoo train`).
+
+The training config starts from the base model's own (DD-PPO section 6 and appendix F: the transfer runs
+use the PointGoal experiments' PPO hyper-parameters), or from the DD-PPO defaults with the base model's
+cameras when the base was not trained by navzoo (a converted habitat checkpoint). The task becomes Flee or
+Explore, and `key=value` overrides apply last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from navzoo.errors import ConfigError
+from navzoo.models import PointNavPolicy
+from navzoo.train.config import TrainConfig, apply_override
+from navzoo.transfer.settings import SETTINGS
+
+TRANSFER_FILE = "transfer.yaml"
+TASKS = ("flee", "explore")
+
+
+@dataclass(frozen=True)
+class TransferConfig:
+    task: str
+    setting: str
+    base: str  # the PointGoal model: a zoo name, a model folder, a `navzoo train` run or hf-hub:org/name
+    dummy_goal: tuple[float, float] = (5.0, 0.0)  # (rho, phi) fed in place of GPS+Compass when fine-tuning
+    imagenet_model: str = "resnet18"  # timm model of the ImageNet-encoder setting
+    imagenet_weights: str | None = None  # a local file with its weights, instead of the Hub
+    planner_hidden_size: int = 512
+    planner_layers: int = 2
+
+    def __post_init__(self):
+        object.__setattr__(self, "dummy_goal", tuple(self.dummy_goal))
+        if self.task not in TASKS:
+            raise ConfigError("task", self.task, TASKS)
+        if self.setting not in SETTINGS:
+            raise ConfigError("setting", self.setting, tuple(SETTINGS))
+
+    def build_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of build_setting."""
+        skip = ("task", "setting", "base")
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["dummy_goal"] = list(self.dummy_goal)
+        return data
+
+    def save(self, run_dir: Path) -> None:
+        (run_dir / TRANSFER_FILE).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> TransferConfig:
+        path = run_dir / TRANSFER_FILE
+        if not path.is_file():
+            raise ConfigError(
+                "run_dir", str(run_dir), f"a `navzoo finetune` run folder holding {TRANSFER_FILE} to resume"
+            )
+        data = yaml.safe_load(path.read_text())
+        known = {f.name for f in dataclasses.fields(cls)}
+        if not isinstance(data, dict) or not set(data) <= known:
+            raise ConfigError(
+                str(path), data, f"a mapping of TransferConfig fields: {', '.join(sorted(known))}"
+            )
+        return cls(**data)
+
+
+def transfer_train_config(
+    base: PointNavPolicy, task: str, frames: int | None, overrides: list[str] = ()
+) -> TrainConfig:
+    """The DD-PPO config of a transfer run from `base` (see the module docstring)."""
+    provenance = base.provenance or {}
+    data = provenance.get("train_config") if provenance.get("source") == "navzoo train" else None
+    data = dict(data) if isinstance(data, dict) else {}
+    sim = dict(data.get("sim") or {})
+    if not sim:  # not trained by navzoo: DD-PPO defaults, with the base model's cameras
+        sim = {"sensors": list(base.config.visual_sensors), "resolution": list(base.config.resolution)}
+    sim.update(task=task, split="train")
+    data.update(sim=sim, model=None, policy={}, rank_sim_overrides={})
+    if frames is not None:
+        data["total_frames"] = frames
+    for item in overrides:
+        apply_override(data, item)
+    if data.get("model") is not None:
+        raise ConfigError("model", data["model"], "unset: the setting and --from decide the policy")
+    return TrainConfig.from_dict(data)

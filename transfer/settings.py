@@ -1,0 +1,133 @@
+"""The five transfer settings of DD-PPO section 6, built from a PointGoal policy.
+
+The GPS+Compass goes away on Flee and Explore, so every setting's policy reads the base policy's cameras
+only. What each one trains (everything else is frozen):
+
+    scratch              everything, from a fresh initialisation of the base architecture
+    imagenet-encoder     a policy from scratch on a frozen timm ImageNet encoder
+    pointgoal-encoder    a policy from scratch on the frozen PointGoal visual encoder
+    pointgoal-finetune   the PointGoal policy (goal embedding fed a fixed dummy goal, critic
+                         re-initialised) on its frozen encoder
+    neural-controller    a planner steering the frozen PointGoal policy through its goal input
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from navzoo.errors import ConfigError
+from navzoo.models import (
+    ActorCritic,
+    NeuralControllerConfig,
+    NeuralControllerPolicy,
+    PointNavPolicy,
+)
+from navzoo.models.policy import CriticHead
+from navzoo.transfer.imagenet import load_imagenet_backbone
+
+
+@dataclass(frozen=True)
+class Setting:
+    id: str
+    label: str  # the name DD-PPO's Fig. 5 uses
+    description: str
+
+
+SETTINGS = {
+    s.id: s
+    for s in (
+        Setting("scratch", "Scratch", "visual encoder and policy trained from scratch"),
+        Setting(
+            "imagenet-encoder",
+            "ImageNetEncoder-ScratchPolicy",
+            "frozen ImageNet-pretrained timm encoder, policy from scratch",
+        ),
+        Setting(
+            "pointgoal-encoder",
+            "PointGoalNavEncoder-ScratchPolicy",
+            "frozen PointGoal visual encoder, policy from scratch",
+        ),
+        Setting(
+            "pointgoal-finetune",
+            "PointGoalNavEncoder-FinetunePolicy",
+            "frozen PointGoal encoder, PointGoal policy fine-tuned with a dummy goal, new critic",
+        ),
+        Setting(
+            "neural-controller",
+            "Neural Controller",
+            "frozen PointGoal policy as a differentiable controller steered by a trained planner",
+        ),
+    )
+}
+
+
+def setting_id(name: str) -> str:
+    """A setting id from its id or its DD-PPO name (any case)."""
+    for setting in SETTINGS.values():
+        if name.lower() in (setting.id, setting.label.lower()):
+            return setting.id
+    raise ConfigError("setting", name, tuple(SETTINGS))
+
+
+def check_base(base: ActorCritic, source: str) -> PointNavPolicy:
+    """The base must be a PointGoal policy (it reads the GPS+Compass) with a visual encoder."""
+    if not isinstance(base, PointNavPolicy) or not base.config.has_goal:
+        raise ConfigError(
+            "--from", source, "a PointGoal policy (it reads the GPS+Compass), e.g. navzoo-pointnav-rgb"
+        )
+    if base.config.is_blind:
+        raise ConfigError(
+            "--from",
+            source,
+            "a PointGoal policy with a visual encoder (every setting but scratch reuses it), e.g. "
+            "navzoo-pointnav-rgb or navzoo-pointnav-depth",
+        )
+    return base
+
+
+def build_setting(
+    setting: str,
+    base: PointNavPolicy,
+    *,
+    dummy_goal: tuple[float, float] = (5.0, 0.0),
+    imagenet_model: str = "resnet18",
+    imagenet_weights: str | None = None,
+    planner_hidden_size: int = 512,
+    planner_layers: int = 2,
+) -> tuple[ActorCritic, dict]:
+    """The policy a setting trains, and what to record about it in the trained model's provenance."""
+    config = base.config
+    goal_free = config.replace(sensors=config.visual_sensors)
+    record: dict = {}
+    if setting == "scratch":
+        policy = PointNavPolicy(goal_free)
+    elif setting == "imagenet-encoder":
+        # Same cameras and input size as the PointGoal encoder; timm's own channel count and
+        # normalisation. The encoder's compression layer has no ImageNet counterpart and stays frozen at
+        # its random initialisation, so the whole encoder is a fixed feature extractor as in the paper.
+        imagenet = goal_free.replace(
+            backbone=f"timm:{imagenet_model}", base_planes=None, normalize_visual_inputs=None
+        )
+        policy = PointNavPolicy(imagenet)
+        record["imagenet_weights"] = load_imagenet_backbone(policy, imagenet_weights)
+        policy.freeze_visual_encoder()
+    elif setting == "pointgoal-encoder":
+        policy = PointNavPolicy(goal_free)
+        policy.visual_encoder.load_state_dict(base.visual_encoder.state_dict())
+        policy.freeze_visual_encoder()
+    elif setting == "pointgoal-finetune":
+        policy = PointNavPolicy(goal_free.replace(dummy_goal=dummy_goal))
+        policy.load_state_dict(base.state_dict())  # the same names: the dummy goal is not a parameter
+        policy.critic = CriticHead(config.hidden_size)  # re-initialised: PointGoal values mean nothing here
+        policy.freeze_visual_encoder()
+        record["dummy_goal"] = list(dummy_goal)
+    elif setting == "neural-controller":
+        controller = PointNavPolicy(config)
+        controller.load_state_dict(base.state_dict())
+        planner = NeuralControllerConfig(
+            controller=config, hidden_size=planner_hidden_size, num_recurrent_layers=planner_layers
+        )
+        policy = NeuralControllerPolicy(planner, controller)
+    else:
+        raise ConfigError("setting", setting, tuple(SETTINGS))
+    return policy, {"transfer_setting": setting, **record}

@@ -1,0 +1,171 @@
+"""A transfer sweep (DD-PPO Fig. 5): every setting trained for one task from one PointGoal model, each
+evaluated on the val episodes at its start and at every checkpoint, drawn as performance vs frames.
+
+Writes OUT/<setting>/ (the run folders), OUT/sweep.json (the curves, parameter counts, wall times, and
+for a setting that could not run, the reason) and OUT/sweep-<task>.png. A sweep that stopped part way
+resumes where it was: finished runs are kept, an unfinished one continues from its last checkpoint, and
+a setting that could not run is tried again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from matplotlib.figure import Figure
+
+from navzoo.evaluation import evaluate, primary_metric, summarize
+from navzoo.policy_agent import PolicyAgent, sim_settings
+from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import SimConfig
+from navzoo.train import checkpoint as ckpt
+from navzoo.transfer.config import TransferConfig, transfer_train_config
+from navzoo.transfer.finetune import (
+    checkpoint_policy,
+    finetune,
+    load_base,
+    policy_spec,
+    trainable_parameters,
+)
+from navzoo.transfer.imagenet import ImageNetWeightsError
+from navzoo.transfer.settings import SETTINGS
+
+METRIC_LABELS = {
+    "flee_distance": "Flee: geodesic distance fled, D_T",
+    "visited_cells": "Explore: cells visited",
+}
+
+
+@dataclass(frozen=True)
+class EvalPlan:
+    episodes: int = 32  # val episodes per point of a curve
+    num_envs: int = 16
+    points: int = 5  # checkpoints per run (and the start)
+
+
+def run_sweep(
+    task: str,
+    base: str,
+    frames: int,
+    out: str | Path,
+    settings: tuple[str, ...] = tuple(SETTINGS),
+    plan: EvalPlan = EvalPlan(),
+    overrides: list[str] = (),
+    transfer_options: dict | None = None,
+) -> dict:
+    """Train and evaluate each setting in turn; returns what sweep.json holds."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "sweep.json"
+    results = _load(results_path, task, base, frames, plan)
+    base_policy = load_base(base)
+    for setting in settings:
+        if results["settings"].get(setting, {}).get("status") == "done":
+            continue  # a setting that could not run is tried again: its weights may be there now
+        transfer = TransferConfig(task=task, setting=setting, base=base, **(transfer_options or {}))
+        print(f"[{setting}] {SETTINGS[setting].description}", flush=True)
+        results["settings"][setting] = _run_setting(
+            transfer, base_policy, frames, out / setting, plan, overrides
+        )
+        results_path.write_text(json.dumps(results, indent=2) + "\n")
+    plot_sweep(results, out / f"sweep-{task}.png")
+    return results
+
+
+def _run_setting(transfer, base_policy, frames, run_dir, plan, overrides) -> dict:
+    entry = {"label": SETTINGS[transfer.setting].label}
+    config = transfer_train_config(base_policy, transfer.task, frames, overrides)
+    updates = math.ceil(frames / config.frames_per_update(1))
+    every = max(1, math.ceil(updates / plan.points))
+    config = transfer_train_config(
+        base_policy,
+        transfer.task,
+        frames,
+        [*overrides, f"checkpoint_every={every}", f"keep_checkpoints={plan.points + 1}"],
+    )
+    try:
+        torch.manual_seed(config.seed)  # as the trainer does, so this is the policy training starts from
+        start = policy_spec(transfer).build()
+    except ImageNetWeightsError as err:
+        print(f"[{transfer.setting}] not run: {err}", flush=True)
+        return {**entry, "status": "not run", "reason": str(err)}
+    entry["trainable_parameters"] = trainable_parameters(start)
+    entry["total_parameters"] = sum(p.numel() for p in start.parameters())
+    started = time.perf_counter()
+    result = finetune(transfer, config, run_dir, resume=ckpt.latest_checkpoint(run_dir) is not None)
+    entry["train_wall_s"] = round(time.perf_counter() - started, 1)
+    entry["frames"] = result.frames
+    start.task = transfer.task
+    curve = [_point(start.eval(), 0, transfer.task, plan)]
+    for path in ckpt.list_checkpoints(run_dir):
+        policy, trained = checkpoint_policy(transfer, path)
+        curve.append(_point(policy, trained, transfer.task, plan))
+        print(f"[{transfer.setting}] {trained:,} frames: {curve[-1]['metric']:.3f}", flush=True)
+    return {**entry, "status": "done", "curve": curve}
+
+
+def _point(policy, frames: int, task: str, plan: EvalPlan) -> dict:
+    """Mean of the task's metric over the first `plan.episodes` val episodes, sampled actions."""
+    config = SimConfig(task=task, split="val", num_envs=plan.num_envs, **sim_settings(policy.config))
+    sim = BatchSim(config)
+    try:
+        with torch.inference_mode():
+            results = evaluate(sim, PolicyAgent(policy, sim.num_envs), plan.episodes, progress=False)
+    finally:
+        sim.close()
+    summary, metric = summarize(results), primary_metric(task)
+    return {"frames": frames, "metric": summary[metric], "ci95": summary[f"{metric}_ci95"]}
+
+
+def _load(path: Path, task: str, base: str, frames: int, plan: EvalPlan) -> dict:
+    fresh = {
+        "task": task,
+        "base_model": base,
+        "frames": frames,
+        "metric": primary_metric(task),
+        "eval": {"split": "val", "episodes": plan.episodes, "action_mode": "sampled"},
+        "settings": {},
+    }
+    if not path.is_file():
+        return fresh
+    saved = json.loads(path.read_text())
+    same = all(saved.get(k) == fresh[k] for k in ("task", "base_model", "frames", "eval"))
+    return saved if same else fresh
+
+
+def plot_sweep(results: dict, path: str | Path) -> Path:
+    """Performance vs frames, one line (with its 95% interval) per setting that ran."""
+    fig = Figure(figsize=(6.4, 4.2), dpi=120)
+    ax = fig.subplots()
+    for entry in results["settings"].values():
+        if entry.get("status") != "done":
+            continue
+        curve = entry["curve"]
+        x = [p["frames"] / 1e6 for p in curve]
+        y = [p["metric"] for p in curve]
+        ci = [0.0 if p["ci95"] is None or math.isnan(p["ci95"]) else p["ci95"] for p in curve]
+        (line,) = ax.plot(x, y, marker="o", markersize=3, label=entry["label"])
+        ax.fill_between(
+            x,
+            [a - b for a, b in zip(y, ci, strict=True)],
+            [a + b for a, b in zip(y, ci, strict=True)],
+            alpha=0.15,
+            color=line.get_color(),
+        )
+    skipped = [e["label"] for e in results["settings"].values() if e.get("status") == "not run"]
+    title = f"{results['task'].capitalize()} from {results['base_model']}"
+    if skipped:
+        title += f"\nnot run: {', '.join(skipped)}"
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("frames of experience (millions)")
+    ax.set_ylabel(METRIC_LABELS.get(results["metric"], results["metric"]))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path)
+    return path
