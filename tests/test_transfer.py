@@ -207,7 +207,7 @@ def test_planner_gradients_reach_through_the_frozen_controller(base):
         assert grad is not None and grad.abs().sum() > 0, name
     assert all(p.grad is None for p in policy.controller.parameters())
     assert policy.critic.fc.weight.grad is None  # the value is the planner's own head
-    assert not policy.controller.training  # frozen controller stays in eval mode
+    assert not policy.visual_encoder.training  # the frozen encoder keeps its statistics fixed
 
     # Stepping one step at a time gives the same log-probs as the whole sequence.
     hidden, step_log_probs = policy.initial_state(n), []
@@ -321,6 +321,10 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
     provenance = load_pretrained(two).provenance
     assert provenance["workers"] == 2 and provenance["frames"] == 2 * FRAMES
 
+    _, err = _run(
+        [*cli, "--resume", "--run-dir", str(run_dir), "--setting", "scratch"], tmp_path, expect_rc=2
+    )
+    assert "'pointgoal-finetune' as saved in the run" in err
     out, _ = _run([*cli, "--resume", "--run-dir", str(tmp_path / "nowhere")], tmp_path, expect_rc=2)
     _, err = _run([*cli, "--task", "flee", "--setting", "best", "--from", BASE], tmp_path, expect_rc=2)
     assert "setting" in err and "pointgoal-finetune" in err
@@ -329,7 +333,7 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
 def test_sweep_writes_curves_results_and_the_plot(base, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
-    def sweep() -> dict:
+    def sweep(overrides=(*TINY, "sim.max_episode_steps=8")) -> dict:
         return run_sweep(
             "flee",
             BASE,
@@ -337,7 +341,7 @@ def test_sweep_writes_curves_results_and_the_plot(base, tmp_path, monkeypatch):
             tmp_path,
             settings=("imagenet-encoder", "pointgoal-finetune"),
             plan=EvalPlan(episodes=2, num_envs=2, points=2),
-            overrides=[*TINY, "sim.max_episode_steps=8"],
+            overrides=list(overrides),
             transfer_options={"planner_hidden_size": 64},
         )
 
@@ -355,6 +359,10 @@ def test_sweep_writes_curves_results_and_the_plot(base, tmp_path, monkeypatch):
     # Run again: finished settings are kept, nothing is retrained; the one that could not run is retried.
     before = (tmp_path / "pointgoal-finetune" / "log.jsonl").read_text()
     assert sweep()["settings"]["pointgoal-finetune"] == ran
+    assert (tmp_path / "pointgoal-finetune" / "log.jsonl").read_text() == before
+    # The same folder with other arguments would resume its runs under them: refused.
+    with pytest.raises(ConfigError, match="holds a sweep with other overrides"):
+        sweep(TINY)
     assert (tmp_path / "pointgoal-finetune" / "log.jsonl").read_text() == before
 
 

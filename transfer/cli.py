@@ -3,13 +3,11 @@ or under all of them (`--setting all`, the sweep behind DD-PPO Fig. 5)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
 from navzoo.errors import ConfigError
-from navzoo.train.config import TrainConfig, apply_override
-from navzoo.transfer.config import transfer_train_config
-from navzoo.transfer.finetune import finetune, load_base, load_run
 
 DEFAULT_FRAMES = 1_000_000
 
@@ -62,14 +60,17 @@ def register(subparsers) -> None:
     group.add_argument(
         "--planner-hidden-size", type=int, help="neural-controller planner width (default 512)"
     )
+    group.add_argument("--planner-layers", type=int, help="neural-controller planner LSTM layers (default 2)")
     sweep = parser.add_argument_group("sweep (--setting all)")
     sweep.add_argument("--eval-episodes", type=int, default=32, help="val episodes per point (default 32)")
     sweep.add_argument("--points", type=int, default=5, help="checkpoints evaluated per run (default 5)")
     parser.set_defaults(run=_run)
 
 
+# The training stack is imported when a command runs, not when `navzoo` builds its parser.
 def _run(args) -> int:
-    from navzoo.transfer.config import TransferConfig
+    from navzoo.transfer.config import TransferConfig, transfer_train_config
+    from navzoo.transfer.finetune import load_base
     from navzoo.transfer.settings import setting_id
 
     if args.resume and args.setting != "all":
@@ -77,33 +78,48 @@ def _run(args) -> int:
     for flag, value in (("--task", args.task), ("--setting", args.setting), ("--from", args.base)):
         if value is None:
             raise ConfigError(flag, None, "a value (or --resume --run-dir RUN to continue a run)")
-    options = {
-        k: v
-        for k, v in (
-            ("dummy_goal", args.dummy_goal),
-            ("imagenet_model", args.imagenet_model),
-            ("imagenet_weights", args.imagenet_weights),
-            ("planner_hidden_size", args.planner_hidden_size),
-        )
-        if v is not None
-    }
     frames = int(args.frames or DEFAULT_FRAMES)
     if args.setting == "all":
-        return _sweep(args, frames, options)
-    transfer = TransferConfig(task=args.task, setting=setting_id(args.setting), base=args.base, **options)
+        return _sweep(args, frames, _options(args))
+    transfer = TransferConfig(
+        task=args.task, setting=setting_id(args.setting), base=args.base, **_options(args)
+    )
     run_dir = Path(args.run_dir or f"runs/finetune/{transfer.task}-{transfer.setting}")
     config = transfer_train_config(load_base(transfer.base), transfer.task, frames, args.overrides)
     return _train(transfer, config, run_dir, resume=False)
 
 
+def _options(args) -> dict:
+    """The settings' options given on the command line (TransferConfig fields)."""
+    given = {
+        "dummy_goal": args.dummy_goal,
+        "imagenet_model": args.imagenet_model,
+        "imagenet_weights": args.imagenet_weights,
+        "planner_hidden_size": args.planner_hidden_size,
+        "planner_layers": args.planner_layers,
+    }
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def _resume(args) -> int:
-    """Continue a run with its saved configs; --frames and overrides may extend or change it."""
+    """Continue a run with its saved configs; --frames and overrides may extend or change the training."""
+    from navzoo.train.config import TrainConfig, apply_override
+    from navzoo.transfer.finetune import load_run
+    from navzoo.transfer.settings import setting_id
+
     if args.run_dir is None:
         raise ConfigError("--run-dir", None, "the run folder to resume")
     transfer, config = load_run(args.run_dir)
-    for flag, given, saved in (("--task", args.task, transfer.task), ("--from", args.base, transfer.base)):
-        if given is not None and given != saved:
-            raise ConfigError(flag, given, f"{saved!r} as saved in the run, or leave it out with --resume")
+    given = {"task": args.task, "setting": args.setting and setting_id(args.setting), **_options(args)}
+    if args.base is not None:
+        given["base"] = dataclasses.replace(transfer, base=args.base).base  # folders made absolute alike
+    saved = transfer.to_dict()
+    for name, value in given.items():
+        value = list(value) if isinstance(value, tuple | list) else value
+        if value is not None and value != saved[name]:
+            raise ConfigError(
+                name, value, f"{saved[name]!r} as saved in the run, or leave it out with --resume"
+            )
     overrides = list(args.overrides) + ([f"total_frames={int(args.frames)}"] if args.frames else [])
     if overrides:
         data = config.to_dict()
@@ -114,6 +130,8 @@ def _resume(args) -> int:
 
 
 def _train(transfer, config, run_dir: Path, resume: bool) -> int:
+    from navzoo.transfer.finetune import finetune
+
     main_worker = os.environ.get("RANK", "0") == "0"
     if main_worker:
         print(

@@ -38,6 +38,10 @@ class TransferConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "dummy_goal", tuple(self.dummy_goal))
+        # A folder is kept as an absolute path: a resume may start elsewhere, and a Hub card must not
+        # mistake "runs/rgb" for the repository "runs/rgb".
+        if Path(self.base).is_dir():
+            object.__setattr__(self, "base", str(Path(self.base).resolve()))
         if self.task not in TASKS:
             raise ConfigError("task", self.task, TASKS)
         if self.setting not in SETTINGS:

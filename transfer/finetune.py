@@ -12,6 +12,7 @@ from navzoo.errors import ConfigError
 from navzoo.models import ActorCritic
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.config import TrainConfig
+from navzoo.train.distributed import restart_count
 from navzoo.train.trainer import CONFIG_FILE, PolicySpec, TrainResult, train
 from navzoo.transfer.config import TransferConfig
 from navzoo.transfer.settings import build_setting, check_base
@@ -29,18 +30,20 @@ def load_base(reference: str):
 def policy_spec(transfer: TransferConfig) -> PolicySpec:
     """How every worker builds the setting's policy (after the trainer's seed, so all start alike)."""
 
+    spec = PolicySpec(lambda: None, SOURCE, provenance=provenance(transfer))
+
     def build() -> ActorCritic:
-        policy, _ = build_setting(transfer.setting, load_base(transfer.base), **transfer.build_kwargs())
+        policy, record = build_setting(transfer.setting, load_base(transfer.base), **transfer.build_kwargs())
+        spec.provenance["transfer"].update(record)  # e.g. where the ImageNet weights came from
         return policy
 
-    return PolicySpec(build, SOURCE, provenance=provenance(transfer))
+    spec.build = build
+    return spec
 
 
 def provenance(transfer: TransferConfig) -> dict:
     """What the exported model records about its origin; `base_model` is what its Hub card names."""
-    # A folder is recorded by its absolute path, so it is never mistaken for a Hub repository "org/name".
-    base = str(Path(transfer.base).resolve()) if Path(transfer.base).is_dir() else transfer.base
-    record = {"base_model": base, "transfer": transfer.to_dict()}
+    record = {"base_model": transfer.base, "transfer": transfer.to_dict()}
     if transfer.setting != "imagenet-encoder":
         record["transfer"].pop("imagenet_model")
         record["transfer"].pop("imagenet_weights")
@@ -54,6 +57,8 @@ def finetune(
     run_dir = Path(run_dir)
     if config.sim.task != transfer.task:
         raise ConfigError("sim.task", config.sim.task, f"{transfer.task!r}, the task of the transfer")
+    # torchrun restarts workers with the original command, so a restart resumes as `navzoo train` does.
+    resume = resume or restart_count() > 0
     if not resume and ckpt.latest_checkpoint(run_dir) is not None:
         raise ConfigError(
             "run_dir", str(run_dir), "a new folder, or pass --resume to continue the run saved there"

@@ -7,9 +7,11 @@ would silently be a different experiment.
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
 
 from navzoo.errors import NavzooError
 from navzoo.models import PointNavPolicy
@@ -41,7 +43,7 @@ def load_imagenet_backbone(policy: PointNavPolicy, weights_file: str | Path | No
             global_pool="",
             in_chans=in_chans,
         )
-    except (OSError, RuntimeError, ValueError, KeyError) as err:
+    except (OSError, RuntimeError, ValueError, KeyError, pickle.UnpicklingError, SafetensorError) as err:
         where = f"the file {weights_file}" if weights_file is not None else "the Hugging Face Hub"
         raise ImageNetWeightsError(
             f"the ImageNet weights of timm model {model_name!r} could not be loaded from {where}: "

@@ -95,8 +95,10 @@ def build_setting(
     planner_hidden_size: int = 512,
     planner_layers: int = 2,
 ) -> tuple[ActorCritic, dict]:
-    """The policy a setting trains, and what to record about it in the trained model's provenance."""
-    config = base.config
+    """The policy a setting trains, and what to record in the trained model's provenance beyond the
+    arguments (where the ImageNet weights came from)."""
+    # The base's own weights are copied where a setting reuses them; nothing is fetched from timm.
+    config = base.config.replace(timm_pretrained=False)
     goal_free = config.replace(sensors=config.visual_sensors)
     record: dict = {}
     if setting == "scratch":
@@ -120,7 +122,6 @@ def build_setting(
         policy.load_state_dict(base.state_dict())  # the same names: the dummy goal is not a parameter
         policy.critic = CriticHead(config.hidden_size)  # re-initialised: PointGoal values mean nothing here
         policy.freeze_visual_encoder()
-        record["dummy_goal"] = list(dummy_goal)
     elif setting == "neural-controller":
         controller = PointNavPolicy(config)
         controller.load_state_dict(base.state_dict())
@@ -130,4 +131,4 @@ def build_setting(
         policy = NeuralControllerPolicy(planner, controller)
     else:
         raise ConfigError("setting", setting, tuple(SETTINGS))
-    return policy, {"transfer_setting": setting, **record}
+    return policy, record

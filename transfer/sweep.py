@@ -9,8 +9,10 @@ a setting that could not run is tried again.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +20,7 @@ from pathlib import Path
 import torch
 from matplotlib.figure import Figure
 
+from navzoo.errors import ConfigError
 from navzoo.evaluation import evaluate, primary_metric, summarize
 from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim.batch_sim import BatchSim
@@ -58,15 +61,20 @@ def run_sweep(
     transfer_options: dict | None = None,
 ) -> dict:
     """Train and evaluate each setting in turn; returns what sweep.json holds."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise ConfigError(
+            "--setting", "all", "one setting per torchrun job (the sweep runs its settings one after another)"
+        )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "sweep.json"
-    results = _load(results_path, task, base, frames, plan)
+    options = TransferConfig(task=task, setting=settings[0], base=base, **(transfer_options or {}))
+    results = _load(results_path, task, options.base, frames, plan, list(overrides), options.build_kwargs())
     base_policy = load_base(base)
     for setting in settings:
         if results["settings"].get(setting, {}).get("status") == "done":
             continue  # a setting that could not run is tried again: its weights may be there now
-        transfer = TransferConfig(task=task, setting=setting, base=base, **(transfer_options or {}))
+        transfer = dataclasses.replace(options, setting=setting)
         print(f"[{setting}] {SETTINGS[setting].description}", flush=True)
         results["settings"][setting] = _run_setting(
             transfer, base_policy, frames, out / setting, plan, overrides
@@ -121,20 +129,33 @@ def _point(policy, frames: int, task: str, plan: EvalPlan) -> dict:
     return {"frames": frames, "metric": summary[metric], "ci95": summary[f"{metric}_ci95"]}
 
 
-def _load(path: Path, task: str, base: str, frames: int, plan: EvalPlan) -> dict:
+def _load(
+    path: Path, task: str, base: str, frames: int, plan: EvalPlan, overrides: list, options: dict
+) -> dict:
+    """The results so far of this sweep in `path`, or fresh ones. A folder holding a sweep with other
+    arguments is refused: its runs would be resumed under the new ones."""
     fresh = {
         "task": task,
         "base_model": base,
         "frames": frames,
         "metric": primary_metric(task),
         "eval": {"split": "val", "episodes": plan.episodes, "action_mode": "sampled"},
+        "overrides": overrides,
+        "options": json.loads(json.dumps(options)),  # tuples as lists, as they come back from the file
         "settings": {},
     }
     if not path.is_file():
         return fresh
     saved = json.loads(path.read_text())
-    same = all(saved.get(k) == fresh[k] for k in ("task", "base_model", "frames", "eval"))
-    return saved if same else fresh
+    differ = [k for k in fresh if k != "settings" and saved.get(k) != fresh[k]]
+    if differ:
+        raise ConfigError(
+            "--run-dir",
+            str(path.parent),
+            f"a new folder: it holds a sweep with other {', '.join(differ)} "
+            f"({', '.join(f'{k}={saved.get(k)!r}' for k in differ)})",
+        )
+    return saved
 
 
 def plot_sweep(results: dict, path: str | Path) -> Path:

@@ -26,7 +26,6 @@ from navzoo.errors import ConfigError
 from navzoo.models.configuration import RNN_TYPES, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
 from navzoo.models.policy import (
-    GOAL_VECTOR_KEY,
     VISUAL_FEATURES_KEY,
     ActorCritic,
     CriticHead,
@@ -136,6 +135,9 @@ class NeuralControllerPolicy(ActorCritic):
                 "controller", controller.config.backbone, "the policy config.controller describes"
             )
         self.controller = controller if controller is not None else PointNavPolicy(config.controller)
+        # Frozen by its parameters only: it stays in train mode with the planner, since cuDNN runs an RNN
+        # backward (the planner's gradient passes through the controller's) only in train mode. Nothing
+        # in it behaves differently in train mode except the encoder, which freeze() keeps in eval mode.
         self.controller.requires_grad_(False)
         self.controller.visual_encoder.freeze()
         hidden = config.hidden_size
@@ -158,11 +160,6 @@ class NeuralControllerPolicy(ActorCritic):
     @property
     def hidden_state_shape(self) -> tuple[int, int]:
         return (1, math.prod(self._planner_shape) + math.prod(self._controller_shape))
-
-    def train(self, mode: bool = True) -> NeuralControllerPolicy:
-        super().train(mode)
-        self.controller.eval()  # frozen: it behaves exactly as it did in PointGoal evaluation
-        return self
 
     def forward(
         self,
@@ -190,8 +187,9 @@ class NeuralControllerPolicy(ActorCritic):
         out, planner_state = self.state_encoder(x, planner_state, seq_masks)
         out = out.view(*lead, -1)
         goal = self.goal_vector(out)
-        steered = self.controller(
-            {VISUAL_FEATURES_KEY: features.view(*lead, *features.shape[1:]), GOAL_VECTOR_KEY: goal},
+        steered = self.controller.controller(
+            goal,
+            {VISUAL_FEATURES_KEY: features.view(*lead, *features.shape[1:])},
             controller_state,
             prev_actions,
             masks,
