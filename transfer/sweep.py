@@ -87,14 +87,10 @@ def run_sweep(
 def _run_setting(transfer, base_policy, frames, run_dir, plan, overrides) -> dict:
     entry = {"label": SETTINGS[transfer.setting].label}
     config = transfer_train_config(base_policy, transfer.task, frames, overrides)
+    # `points` evenly spaced checkpoints, all kept for the curve.
     updates = math.ceil(frames / config.frames_per_update(1))
     every = max(1, math.ceil(updates / plan.points))
-    config = transfer_train_config(
-        base_policy,
-        transfer.task,
-        frames,
-        [*overrides, f"checkpoint_every={every}", f"keep_checkpoints={plan.points + 1}"],
-    )
+    config = dataclasses.replace(config, checkpoint_every=every, keep_checkpoints=plan.points + 1)
     try:
         torch.manual_seed(config.seed)  # as the trainer does, so this is the policy training starts from
         start = policy_spec(transfer).build()
