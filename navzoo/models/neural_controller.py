@@ -98,10 +98,6 @@ class NeuralControllerConfig:
     def num_actions(self) -> int:
         return self.controller.num_actions
 
-    @property
-    def recurrent_layers(self) -> int:
-        return self.num_recurrent_layers * (2 if self.rnn_type == "LSTM" else 1)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "type": ARCHITECTURE_TYPE,
@@ -150,7 +146,7 @@ class NeuralControllerPolicy(ActorCritic):
         )
         self.goal_head = nn.Linear(hidden, 3)
         self.critic = CriticHead(hidden)
-        self._planner_shape = (config.recurrent_layers, hidden)
+        self._planner_shape = (self.state_encoder.num_recurrent_layers, hidden)
         self._controller_shape = self.controller.hidden_state_shape
 
     @property
