@@ -11,7 +11,7 @@ from navzoo.baselines import BASELINES, check_baseline_task, make_baseline
 from navzoo.demo.sources import Sources
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.evaluation import TASK_NAMES, evaluate
-from navzoo.models import PointNavPolicy
+from navzoo.models import ActorCritic
 from navzoo.policy_agent import ACTION_MODES, PolicyAgent, check_sim_config, sim_settings
 from navzoo.replay import Replay, make_replay
 from navzoo.sim.batch_sim import BatchSim
@@ -28,7 +28,7 @@ DEFAULT_SETTINGS = {"sensors": ("depth",), "resolution": (64, 64)}  # as `navzoo
 class Agent:
     label: str
     source: str  # what was chosen: a baseline or zoo name, or a model folder
-    policy: PointNavPolicy | None = None  # None for a baseline
+    policy: ActorCritic | None = None  # None for a baseline
 
 
 def task_id(task: str) -> str:

@@ -26,7 +26,7 @@ from navzoo.evaluation import (
     plot_by_distance,
     summarize,
 )
-from navzoo.models import PointNavPolicy
+from navzoo.models import ActorCritic
 from navzoo.policy_agent import ACTION_MODES, PolicyAgent, check_sim_config, sim_settings
 from navzoo.replay import SUFFIX, make_replay, save_replay
 from navzoo.sim.batch_sim import BatchSim
@@ -47,7 +47,7 @@ class _Agent:
 
     label: str
     source: str
-    policy: PointNavPolicy | None = None
+    policy: ActorCritic | None = None
 
 
 def register(subparsers) -> None:

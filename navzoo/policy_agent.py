@@ -11,7 +11,7 @@ import torch
 
 from navzoo.errors import ConfigError
 from navzoo.evaluation import TASK_NAMES
-from navzoo.models import PointNavPolicy, PolicyConfig
+from navzoo.models import ActorCritic, ModelConfig
 from navzoo.sim.config import SimConfig
 
 ACTION_MODES = ("sampled", "deterministic")
@@ -20,12 +20,12 @@ ACTION_MODES = ("sampled", "deterministic")
 class PolicyAgent:
     """Runs `policy` on N environments: `act(obs, first) -> actions [N]` (see navzoo.evaluation).
 
-    `policy` is a PointNavPolicy or any policy with its calling interface (the neural controller). After
-    each `act`, `last_value` [N] and `last_action_probs` [N, A] hold the value estimate and the action
-    distribution for the observations just acted on.
+    `policy` is any navzoo policy (a PointNavPolicy or the neural controller). After each `act`,
+    `last_value` [N] and `last_action_probs` [N, A] hold the value estimate and the action distribution
+    for the observations just acted on.
     """
 
-    def __init__(self, policy: PointNavPolicy, num_envs: int, deterministic: bool = False, seed: int = 0):
+    def __init__(self, policy: ActorCritic, num_envs: int, deterministic: bool = False, seed: int = 0):
         self.policy = policy
         self.name = policy.name or "policy"
         self.deterministic = deterministic
@@ -78,7 +78,7 @@ def _eval_mode(module: torch.nn.Module):
             module.train()
 
 
-def sim_settings(config: PolicyConfig) -> dict:
+def sim_settings(config: ModelConfig) -> dict:
     """The SimConfig fields a policy fixes: the cameras it reads and, unless it is blind, their size."""
     if config.is_blind:
         return {"sensors": ()}
@@ -86,7 +86,7 @@ def sim_settings(config: PolicyConfig) -> dict:
 
 
 def check_sim_config(
-    config: PolicyConfig, sim_config: SimConfig, label: str = "the model", task: str = "pointnav"
+    config: ModelConfig, sim_config: SimConfig, label: str = "the model", task: str = "pointnav"
 ) -> None:
     """Raise ConfigError, saying how to fix it, unless the simulator runs the policy's `task` and renders
     what the policy reads."""
