@@ -29,16 +29,14 @@ def load_base(reference: str):
 
 def policy_spec(transfer: TransferConfig) -> PolicySpec:
     """How every worker builds the setting's policy (after the trainer's seed, so all start alike)."""
-
-    spec = PolicySpec(lambda: None, SOURCE, provenance=provenance(transfer))
+    record = provenance(transfer)
 
     def build() -> ActorCritic:
-        policy, record = build_setting(transfer.setting, load_base(transfer.base), **transfer.build_kwargs())
-        spec.provenance["transfer"].update(record)  # e.g. where the ImageNet weights came from
+        policy, found = build_setting(transfer.setting, load_base(transfer.base), **transfer.build_kwargs())
+        record["transfer"].update(found)  # e.g. where the ImageNet weights came from
         return policy
 
-    spec.build = build
-    return spec
+    return PolicySpec(build, SOURCE, provenance=record)
 
 
 def provenance(transfer: TransferConfig) -> dict:
