@@ -97,10 +97,8 @@ def read_log(run_dir: Path) -> list[dict]:
     return [r for r in rows if "frames" in r and "event" not in r]
 
 
-def plot_learning_curve(
-    run_dir: Path, keys: tuple[str, ...] = ("episode/spl", "episode/success")
-) -> Path | None:
-    """SPL and success (training episodes) against frames, from the JSONL log."""
+def plot_learning_curve(run_dir: Path, keys: tuple[str, ...]) -> Path | None:
+    """The logged `keys` (training-episode metrics, e.g. episode/spl) against frames, from the JSONL log."""
     import matplotlib
 
     matplotlib.use("Agg")

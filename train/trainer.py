@@ -27,6 +27,7 @@ import torch.distributed as dist
 import yaml
 
 from navzoo.errors import ConfigError
+from navzoo.evaluation import TASK_METRICS
 from navzoo.hub.weights import save_pretrained
 from navzoo.models import VISUAL_FEATURES_KEY, ActorCritic, PointNavPolicy
 from navzoo.sim.batch_sim import BatchSim
@@ -175,7 +176,7 @@ class Trainer:
             logger.close()
             self.sim.close()
         if workers.is_main:
-            plot_learning_curve(self.run_dir)
+            plot_learning_curve(self.run_dir, tuple(f"episode/{m}" for m in TASK_METRICS[cfg.sim.task]))
             if self.stop_reason == "SIGUSR1":
                 _requeue_slurm_job()
         return TrainResult(self.run_dir, self.update, self.frames, self.stop_reason, metrics)
