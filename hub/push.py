@@ -23,7 +23,7 @@ from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
 from navzoo.errors import NavzooError
 from navzoo.evaluation import METRIC_LABELS, TASK_METRICS
-from navzoo.hub.card import model_card
+from navzoo.hub.card import TRAINED_BY, model_card
 from navzoo.hub.pull import pull
 from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
 from navzoo.replay import load_replay
@@ -146,8 +146,9 @@ def write_repo_folder(
         evaluation = _evaluation(Path(eval_dir), folder, task, out)
     (out / EVAL_NAME).write_text(json.dumps(evaluation, indent=2) + "\n")
     provenance = config.get("provenance") or {}
-    if provenance.get("source") == "navzoo train":
-        (out / TRAIN_CONFIG_NAME).write_text(yaml.safe_dump(provenance["train_config"], sort_keys=False))
+    train_config = provenance.get("train_config")
+    if provenance.get("source") in TRAINED_BY and train_config:
+        (out / TRAIN_CONFIG_NAME).write_text(yaml.safe_dump(train_config, sort_keys=False))
         if (folder / LEARNING_CURVE_NAME).is_file():
             shutil.copyfile(folder / LEARNING_CURVE_NAME, out / LEARNING_CURVE_NAME)
     card = model_card(

@@ -397,5 +397,7 @@ def test_pushed_finetuned_model_card_names_its_base(base, tmp_path):
     assert eval_json["summary"]["flee_distance"] == pytest.approx(
         card.data.eval_results[0].metric_value, abs=1e-4
     )
+    # A fine-tuning run is a training run: its config and learning curve go with it.
+    assert (repo / "train_config.yaml").is_file() and (repo / "learning_curve.png").is_file()
     assert isinstance(load_pretrained(repo), PointNavPolicy)
     assert not isinstance(load_pretrained(repo), NeuralControllerPolicy)
