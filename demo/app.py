@@ -61,10 +61,15 @@ class Demo:
 
     # --- what there is to choose from ----------------------------------------------------------------
     def model_choices(self) -> list[tuple[str, str]]:
-        """(label, value) pairs: baselines, zoo models in the local cache, model folders."""
+        """(label, value) pairs: baselines, zoo models (those not cached yet download when chosen), model
+        folders."""
         sources = self.sources
+        local = set(sources.local_zoo_models())
         choices = [(f"{name} (baseline)", name) for name in BASELINES]
-        choices += [(f"{name} (zoo)", name) for name in sources.zoo_models()]
+        choices += [
+            (f"{name} (zoo)" if name in local else f"{name} (zoo, downloads when chosen)", name)
+            for name in sources.zoo_models()
+        ]
         choices += [(f"{sources.short_name(path)} (folder)", path) for path in sources.model_folders()]
         return choices
 

@@ -67,19 +67,21 @@ def episode_from_seed(config: SimConfig, seed: int) -> int:
 
 
 def load_agent(sources: Sources, choice: str, device: str = "cpu") -> Agent:
-    """A baseline, a zoo model from the local cache, or a model folder inside the --models roots."""
+    """A baseline, a zoo model (fetched into the cache on first use), or a model folder inside the --models
+    roots."""
     if not isinstance(choice, str) or not choice.strip():
         raise UnknownModelError("no model chosen: pick a baseline, a zoo model or a model folder")
     if choice in BASELINES:
         return Agent(choice, choice)
     if choice in sources.zoo_models():
         # load_entry, not load: a folder named like the entry in the working directory must not win
-        return Agent(choice, choice, load_entry(choice, local_files_only=True, device=device))
+        # A cached model loads with no request at all; the others are fetched now.
+        local = choice in sources.local_zoo_models()
+        return Agent(choice, choice, load_entry(choice, local_files_only=local, device=device))
     if not sources.models or ("/" not in choice and "\\" not in choice):
         raise UnknownModelError(
-            f"unknown model {choice!r}: not a baseline ({', '.join(BASELINES)}), a zoo model in the local "
-            "cache (navzoo.list_models(local=True); `navzoo pull NAME` fetches one when online) or a model "
-            "folder under the --models folders"
+            f"unknown model {choice!r}: not a baseline ({', '.join(BASELINES)}), a zoo model with weights "
+            "(navzoo.list_models(pretrained=True)) or a model folder under the --models folders"
         )
     folder = sources.model_folder(choice)
     return Agent(folder.name, str(folder), load(folder, device=device))

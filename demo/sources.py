@@ -1,6 +1,7 @@
-"""What the demo may open: baselines, zoo models available without the network (shipped with navzoo or in the
-Hugging Face cache), and model folders and replay files under the folders it was started with. Every path a
-page sends must resolve (symlinks followed) inside one of those folders, or it is refused."""
+"""What the demo may open: baselines, zoo models with weights (shipped with navzoo, cached, or fetched on
+first use: habitat's releases, Hub repositories), and model folders and replay files under the folders it
+was started with. Every path a page sends must resolve (symlinks followed) inside one of those folders, or
+it is refused."""
 
 import os
 from dataclasses import dataclass
@@ -26,6 +27,11 @@ class Sources:
         return cls(_roots(models, "--models"), _roots(replays, "--replays"))
 
     def zoo_models(self) -> list[str]:
+        """Zoo entries with weights: shipped, cached, or fetched when first chosen."""
+        return list_models(pretrained=True)
+
+    def local_zoo_models(self) -> list[str]:
+        """The zoo entries that load without the network."""
         return list_models(local=True)
 
     def model_folders(self) -> list[str]:
@@ -33,7 +39,7 @@ class Sources:
         return [str(path) for path in _walk(self.models) if _is_model(path, self.models)]
 
     def default_model(self) -> str:
-        return DEFAULT_MODEL if DEFAULT_MODEL in self.zoo_models() else FALLBACK_MODEL
+        return DEFAULT_MODEL if DEFAULT_MODEL in self.local_zoo_models() else FALLBACK_MODEL
 
     def model_folder(self, text: str) -> Path:
         """The model folder `text` names, if it lies inside a model root; UnknownModelError otherwise."""

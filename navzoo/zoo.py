@@ -1,9 +1,13 @@
 """The model zoo: named entries, `list_models`, `create_model` and `load`.
 
-An entry pairs an architecture (PolicyConfig) with where its weights live and where they came from. The
-seven DD-PPO checkpoints released with habitat-baselines are registered under readable names; their
-weights are served from the Hugging Face Hub repository of the entry once converted (`navzoo convert`)
-and pushed. Entries without weights are architectures to train from scratch or with ImageNet encoders.
+An entry pairs an architecture (PolicyConfig) with where its weights live and where they came from
+(`ModelEntry.weights_source`):
+- "package": navzoo's own agents, shipped inside the package;
+- "habitat-release": the DD-PPO checkpoints released with habitat-baselines, registered under readable
+  names and their habitat file names. On first use the file is downloaded from habitat's release folder
+  (or the mirror NAVZOO_DDPPO_BASE_URL names), converted and cached (navzoo.hub.release);
+- "hub": a navzoo model repository on the Hugging Face Hub, read through huggingface_hub's cache.
+Entries without weights are architectures to train from scratch or with timm's ImageNet encoders.
 """
 
 from __future__ import annotations
@@ -23,12 +27,12 @@ from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_
 from navzoo.models import GOAL_SENSOR, ActorCritic, PointNavPolicy, PolicyConfig
 
 HF_HUB_PREFIX = "hf-hub:"
-HUB_ORG = "navzoo"
 DDPPO_PAPER = (
     "Wijmans et al., DD-PPO: Learning Near-Perfect PointGoal Navigators from 2.5 Billion Frames, ICLR 2020"
 )
 DDPPO_URL = "https://arxiv.org/abs/1911.00357"
-DDPPO_ZIP = "https://dl.fbaipublicfiles.com/habitat/data/baselines/v1/ddppo/ddppo-models.zip"
+# habitat's release folder: one .pth per model, under the file names habitat-lab's DD-PPO README links.
+DDPPO_RELEASE_URL = "https://dl.fbaipublicfiles.com/habitat/data/baselines/v1/ddppo/ddppo-models/"
 BPS_PAPER = "Shacklett et al., Large Batch Simulation for Deep Reinforcement Learning, ICLR 2021"
 BPS_URL = "https://arxiv.org/abs/2103.07013"
 
@@ -56,19 +60,28 @@ class Provenance:
         return dataclasses.asdict(self)
 
 
+PACKAGE, HABITAT_RELEASE, HUB = "package", "habitat-release", "hub"  # where an entry's weights come from
+
+
 @dataclass(frozen=True)
 class ModelEntry:
     name: str
     config: PolicyConfig
     description: str
     provenance: Provenance
-    hub_repo: str | None = None  # Hugging Face repository holding config.json + model.safetensors
     tags: tuple[str, ...] = field(default=())
     packaged: Path | None = None  # weights shipped inside the navzoo package: no download
+    release_file: str | None = None  # file name in habitat's DD-PPO release folder
+    hub_repo: str | None = None  # Hugging Face repository holding config.json + model.safetensors
 
     @property
-    def has_weights(self) -> bool:
-        return self.packaged is not None or self.hub_repo is not None or self.config.family == "timm"
+    def weights_source(self) -> str | None:
+        """PACKAGE, HABITAT_RELEASE or HUB; None for an architecture without weights of its own."""
+        if self.packaged is not None:
+            return PACKAGE
+        if self.release_file is not None:
+            return HABITAT_RELEASE
+        return HUB if self.hub_repo is not None else None
 
 
 _REGISTRY: dict[str, ModelEntry] = {}
@@ -95,8 +108,8 @@ def _released(
     description: str,
     original_file: str,
     training_data: str,
-    results: tuple[float, float, float, float],
-    results_source: str,
+    results: tuple[float | None, float | None, float | None, float | None],
+    results_source: str | None,
     notes: str | None = None,
 ) -> None:
     val_spl, val_success, test_spl, test_success = results
@@ -104,7 +117,7 @@ def _released(
         paper=DDPPO_PAPER,
         paper_url=DDPPO_URL,
         original_file=original_file,
-        original_url=DDPPO_ZIP,
+        original_url=DDPPO_RELEASE_URL + original_file,
         training_data=training_data,
         val_spl=val_spl,
         val_success=val_success,
@@ -114,13 +127,13 @@ def _released(
         notes=notes,
     )
     register_model(
-        ModelEntry(name, config, description, provenance, f"{HUB_ORG}/{name}", ("dd-ppo", "released"))
+        ModelEntry(name, config, description, provenance, ("dd-ppo", "released"), release_file=original_file)
     )
 
 
 def _architecture(name: str, config: PolicyConfig, description: str, paper: str = DDPPO_PAPER) -> None:
     provenance = Provenance(paper=paper, paper_url=BPS_URL if paper == BPS_PAPER else DDPPO_URL)
-    register_model(ModelEntry(name, config, description, provenance, None, ("architecture",)))
+    register_model(ModelEntry(name, config, description, provenance, ("architecture",)))
 
 
 _TABLE1 = "DD-PPO paper Table 1; SPL also in habitat-baselines rl/ddppo/README.md"
@@ -175,6 +188,17 @@ _released(
     _TABLE1,
 )
 _released(
+    "pointnav-se-resnext101-lstm512",
+    _depth("se_resneXt101"),
+    "DD-PPO depth agent, SE-ResNeXt101 + 2-layer LSTM512, trained on Gibson-2+",
+    "gibson-2plus-se-resneXt101.pth",
+    "Gibson-2+",
+    (None, None, None, None),
+    None,
+    "In the release folder without results of its own. Earlier versions of habitat-lab's DD-PPO README "
+    "linked this file from the SE-ResNeXt50 row by mistake; that row's numbers are pointnav-se-resnext50's.",
+)
+_released(
     "pointnav-se-resnext50-rgb",
     _rgb("se_resneXt50"),
     "DD-PPO RGB agent, SE-ResNeXt50 + 2-layer LSTM512 with running mean/var input normalisation",
@@ -183,6 +207,17 @@ _released(
     (0.929, 0.991, 0.920, 0.977),
     "DD-PPO paper Table 2 and Sec. 4",
     _MP3D_CAUTION + " habitat-baselines' README lists val SPL 0.933 for the released file.",
+)
+_released(
+    "pointnav-se-resnext50-rgb-gibson2plus",
+    _rgb("se_resneXt50"),
+    "DD-PPO RGB agent, SE-ResNeXt50 + 2-layer LSTM512, trained on Gibson-2+ only",
+    "gibson-2plus-se-resneXt50-rgb.pth",
+    "Gibson-2+",
+    (None, None, None, None),
+    None,
+    "In the release folder without results of its own; the README's RGB row is "
+    "pointnav-se-resnext50-rgb (Gibson-2+ and Matterport3D).",
 )
 _released(
     "pointnav-blind",
@@ -227,7 +262,6 @@ for _timm_name, _sensors in (("resnet18", "depth"), ("resnet50", "depth"), ("res
                 paper="timm (PyTorch Image Models)",
                 paper_url="https://github.com/huggingface/pytorch-image-models",
             ),
-            None,
             ("timm", "imagenet"),
         )
     )
@@ -248,7 +282,7 @@ def _shipped(name: str, description: str) -> None:
         training_data="navzoo's embedded simulator, train split (all scene families)",
         notes=f"`navzoo train {name}` for {record.get('frames', 0):,} frames; evaluation in the README",
     )
-    register_model(ModelEntry(name, config, description, provenance, None, ("navzoo", "shipped"), folder))
+    register_model(ModelEntry(name, config, description, provenance, ("navzoo", "shipped"), folder))
 
 
 _shipped("navzoo-pointnav-depth", "navzoo's depth agent: SE-ResNet9 (half width) on 64x64 depth + GRU256")
@@ -259,32 +293,46 @@ _shipped("navzoo-pointnav-blind", "navzoo's blind agent: GPS+Compass and the pre
 def list_models(
     pattern: str | Iterable[str] = "*", *, pretrained: bool = False, local: bool = False
 ) -> list[str]:
-    """Sorted registry names matching a shell-style pattern (or any of several); `pretrained=True`
-    keeps entries with weights (released checkpoints and ImageNet timm encoders); `local=True` keeps
-    entries whose weights `load` finds without the network (shipped in the package or in the Hugging Face
-    cache)."""
+    """Sorted registry names matching a shell-style pattern (or any of several).
+
+    `pretrained=True` keeps the entries `load` can load: shipped in the package, habitat's released
+    checkpoints (downloaded on first use) and Hub repositories; `weights_source` of an entry says which.
+    `local=True` keeps entries whose weights `load` finds without the network: shipped, or already in the
+    cache.
+    """
     patterns = [pattern] if isinstance(pattern, str) else list(pattern)
     entries = (
-        e for e in _REGISTRY.values() if (e.has_weights or not pretrained) and (not local or _is_local(e))
+        e
+        for e in _REGISTRY.values()
+        if (e.weights_source is not None or not pretrained) and (not local or _is_local(e))
     )
     return sorted(e.name for e in entries if any(fnmatch.fnmatchcase(e.name, p.lower()) for p in patterns))
 
 
 def _is_local(entry: ModelEntry) -> bool:
-    if entry.packaged is not None:
+    if entry.weights_source == PACKAGE:
         return True
-    if entry.hub_repo is None:
-        return False
-    return all(
-        isinstance(try_to_load_from_cache(entry.hub_repo, f), str) for f in (CONFIG_NAME, WEIGHTS_NAME)
-    )
+    if entry.weights_source == HABITAT_RELEASE:
+        from navzoo.hub.release import cached_release  # see load
+
+        return cached_release(entry.release_file) is not None
+    if entry.weights_source == HUB:
+        return all(
+            isinstance(try_to_load_from_cache(entry.hub_repo, f), str) for f in (CONFIG_NAME, WEIGHTS_NAME)
+        )
+    return False
 
 
 def model_entry(name: str) -> ModelEntry:
-    try:
+    """The entry registered as `name`, or the released entry of habitat's file name `name` (with or
+    without .pth); UnknownModelError with close matches otherwise."""
+    if name in _REGISTRY:
         return _REGISTRY[name]
-    except KeyError:
-        raise UnknownModelError(_unknown_message(name)) from None
+    stem = name.removesuffix(".pth")
+    for entry in _REGISTRY.values():
+        if entry.release_file is not None and entry.release_file.removesuffix(".pth") == stem:
+            return entry
+    raise UnknownModelError(_unknown_message(name))
 
 
 def _unknown_message(name: str) -> str:
@@ -304,14 +352,14 @@ def create_model(name: str, pretrained: bool = False, **overrides: Any) -> Point
     means the encoder starts from timm's ImageNet weights.
     """
     entry = model_entry(name)
-    if pretrained and (entry.hub_repo is not None or entry.packaged is not None):
+    if pretrained and entry.weights_source is not None:
         if overrides:
             raise ConfigError(
                 "overrides",
                 sorted(overrides),
                 f"none with pretrained=True: {name}'s weights fix the architecture",
             )
-        return load(name)
+        return load_entry(entry.name)
     if pretrained and entry.config.family != "timm":
         raise ConfigError(
             "pretrained",
@@ -325,7 +373,7 @@ def create_model(name: str, pretrained: bool = False, **overrides: Any) -> Point
         fields = ", ".join(f.name for f in dataclasses.fields(PolicyConfig))
         raise ConfigError("overrides", sorted(overrides), f"PolicyConfig fields: {fields}") from None
     policy = PointNavPolicy(config)
-    policy.name, policy.provenance = name, entry.provenance.to_dict()
+    policy.name, policy.provenance = entry.name, entry.provenance.to_dict()
     return policy
 
 
@@ -339,20 +387,20 @@ def load(
 ) -> ActorCritic:
     """Load a policy with its weights, in eval mode.
 
-    `name` is a zoo name (weights from its Hub repository), a local folder holding config.json and
-    model.safetensors (a folder wins over a zoo name it shadows), or "hf-hub:org/name[@revision]".
-    Hub files go through huggingface_hub's cache (`cache_dir`, `revision`, `local_files_only`;
-    HF_HUB_OFFLINE=1 works from the cache alone).
+    `name` is a zoo name, a local folder holding config.json and model.safetensors (a folder wins over a
+    zoo name it shadows), or "hf-hub:org/name[@revision]". See `load_entry` for where a zoo entry's
+    weights come from and what `cache_dir` and `local_files_only` mean for it. Hub files go through
+    huggingface_hub's cache (`cache_dir`, `revision`); HF_HUB_OFFLINE=1 works from the caches alone.
     """
-    # Imported here: navzoo.hub.resolve reads navzoo.__version__, not set while `import navzoo` runs.
+    # Imported here: navzoo.hub imports the zoo, and navzoo.hub.resolve reads navzoo.__version__, which is
+    # not set while `import navzoo` runs.
     from navzoo.hub.resolve import hub_folder
 
-    hub = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_files_only}
     text = str(name)
     if text.startswith(HF_HUB_PREFIX):
         repo_id, _, at_revision = text[len(HF_HUB_PREFIX) :].partition("@")
-        hub["revision"] = revision or at_revision or None
-        return load_pretrained(hub_folder(repo_id, **hub), device=device)
+        hub = {"revision": revision or at_revision or None, "cache_dir": cache_dir}
+        return load_pretrained(hub_folder(repo_id, **hub, local_files_only=local_files_only), device=device)
     if Path(name).is_dir():
         return load_pretrained(Path(name), device=device)
     if Path(name).is_file():
@@ -364,7 +412,9 @@ def load(
         raise UnknownModelError(
             f"{text!r} is not an existing folder; pass a folder with config.json and model.safetensors"
         )
-    return load_entry(text, **hub, device=device)
+    return load_entry(
+        text, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only, device=device
+    )
 
 
 def load_entry(
@@ -375,33 +425,48 @@ def load_entry(
     local_files_only: bool = False,
     device: str = "cpu",
 ) -> ActorCritic:
-    """Load the zoo entry `name` (never a folder of that name): shipped weights from the package, the
-    others through the Hugging Face cache. Arguments as for `load`."""
-    from navzoo.hub.resolve import hub_folder  # see load
-
+    """Load the zoo entry `name` (never a folder of that name); arguments as for `entry_folder`."""
+    folder = entry_folder(name, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only)
     entry = model_entry(name)
-    if entry.packaged is not None:
-        return load_pretrained(entry.packaged, device=device)
-    if entry.hub_repo is None:
-        raise UnknownModelError(
-            f"{name!r} is an architecture without released weights: build it with "
-            f"navzoo.create_model({name!r})"
-            + (" (pretrained=True loads timm's ImageNet encoder)" if entry.config.family == "timm" else "")
-        )
-    hub = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_files_only}
-    policy = load_pretrained(hub_folder(entry.hub_repo, **hub, how_to_get=_how_to_get(entry)), device=device)
+    policy = load_pretrained(folder, device=device)
     policy.name = policy.name or entry.name
     policy.provenance = policy.provenance or entry.provenance.to_dict()
     return policy
 
 
-def _how_to_get(entry: ModelEntry) -> str:
-    original = entry.provenance.original_file
-    convert = ""
-    if original:
-        convert = (
-            f"convert the released habitat checkpoint: get {original} from {entry.provenance.original_url} "
-            f"(data/ddppo-models/ in the zip), run `navzoo convert {original} {entry.name}/` and "
-            f"navzoo.load('{entry.name}/'); or "
+def entry_folder(
+    name: str,
+    *,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+    local_files_only: bool = False,
+) -> Path:
+    """The local folder holding zoo entry `name`'s config.json and model.safetensors, wherever its
+    weights come from:
+
+    - shipped in the package: its folder there;
+    - habitat's release: navzoo's cache (HF_HOME/navzoo, or `cache_dir`), downloaded and converted on
+      first use (navzoo.hub.release);
+    - a Hub repository: huggingface_hub's cache (`cache_dir`, `revision`).
+
+    `local_files_only=True` (or HF_HUB_OFFLINE=1) makes no request and fails if nothing is cached.
+    """
+    from navzoo.hub.release import release_folder  # see load
+    from navzoo.hub.resolve import hub_folder
+
+    entry = model_entry(name)
+    source = entry.weights_source
+    if source is None:
+        raise UnknownModelError(
+            f"{name!r} is an architecture without released weights, so there is nothing to pull or load: "
+            f"build it with navzoo.create_model({name!r})"
+            + (" (pretrained=True loads timm's ImageNet encoder)" if entry.config.family == "timm" else "")
         )
-    return f"To get the weights, {convert}when online, run `navzoo pull {entry.name}` to fill the cache."
+    if revision is not None and source != HUB:
+        raise ConfigError("revision", revision, f"None: {name}'s weights are not in a Hub repository")
+    if source == PACKAGE:
+        return entry.packaged
+    if source == HABITAT_RELEASE:
+        return release_folder(entry, cache_dir=cache_dir, local_files_only=local_files_only)
+    hub = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_files_only}
+    return hub_folder(entry.hub_repo, **hub, how_to_get=f"When online, run `navzoo pull {name}`.")

@@ -93,3 +93,75 @@ def put_in_hf_cache(
     (repo / "refs").mkdir(exist_ok=True)
     for ref in refs:
         (repo / "refs" / ref).write_text(commit)
+
+
+class ReleaseServer:
+    """A loopback HTTP server (127.0.0.1 only) for a folder laid out like habitat's DD-PPO release folder.
+
+    It serves the files of `root` with Content-Length, honours `Range: bytes=N-` with 206 and
+    Content-Range, and records every request as (file name, Range header). `cut[name] = n` makes the next
+    response for `name` stop after n body bytes and drop the connection; `fail[name] = status` answers that
+    status until removed (after the cut response, where both are set).
+    """
+
+    def __init__(self, root: Path):
+        import http.server
+        import threading
+
+        self.root, self.requests, self.cut, self.fail = root, [], {}, {}
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                name = self.path.rsplit("/", 1)[-1]
+                server.requests.append((name, self.headers.get("Range")))
+                path = server.root / name
+                if name in server.fail and name not in server.cut:
+                    self.send_error(server.fail[name])
+                    return
+                if not path.is_file():
+                    self.send_error(404)
+                    return
+                data = path.read_bytes()
+                start = int(self.headers["Range"][len("bytes=") : -1]) if self.headers.get("Range") else 0
+                self.send_response(206 if start else 200)
+                if start:
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                self.send_header("Content-Length", str(len(data) - start))
+                self.end_headers()
+                body = data[start:]
+                if name in server.cut:
+                    body = body[: server.cut.pop(name)]
+                    self.close_connection = True
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/ddppo-models/"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def release_server(tmp_path, monkeypatch):
+    """A ReleaseServer over tmp_path/served, NAVZOO_DDPPO_BASE_URL pointed at it, and a fresh HF_HOME (so
+    navzoo's release cache, HF_HOME/navzoo, starts empty) with offline mode off."""
+    import huggingface_hub
+
+    served = tmp_path / "served"
+    served.mkdir()
+    server = ReleaseServer(served)
+    monkeypatch.setenv("NAVZOO_DDPPO_BASE_URL", server.url)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    yield server
+    server.stop()

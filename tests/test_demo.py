@@ -22,6 +22,7 @@ from navzoo.baselines import make_baseline
 from navzoo.cli import build_parser
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
 from navzoo.evaluation import evaluate
+from navzoo.hub.convert import export_habitat_checkpoint
 from navzoo.hub.weights import save_pretrained
 from navzoo.models import PointNavPolicy, PolicyConfig
 from navzoo.policy_agent import PolicyAgent, sim_settings
@@ -293,18 +294,34 @@ def test_paths_outside_the_roots_are_refused(demo, folders):
 
 def test_zoo_models_from_the_local_cache(tmp_path, monkeypatch, connections):
     """A zoo entry whose weights are in the Hugging Face cache is offered and loads without the network."""
+    from test_zoo import hub_entry
+
+    monkeypatch.setitem(navzoo.zoo._REGISTRY, "hub-blind", hub_entry("hub-blind", "someone/blind"))
     cache = tmp_path / "hub"
-    entry = model_entry("pointnav-blind")
-    blind = navzoo.create_model("pointnav-blind")
-    put_in_hf_cache(cache, entry.hub_repo, save_pretrained(blind, tmp_path / "weights"), "a" * 40)
+    blind = navzoo.create_model("pointnav-blind", hidden_size=16)
+    put_in_hf_cache(cache, "someone/blind", save_pretrained(blind, tmp_path / "weights"), "a" * 40)
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
     demo = demo_app.Demo()
-    assert ("pointnav-blind (zoo)", "pointnav-blind") in demo.model_choices()
-    agent = load_agent(demo.sources, "pointnav-blind")
+    assert ("hub-blind (zoo)", "hub-blind") in demo.model_choices()
+    agent = load_agent(demo.sources, "hub-blind")
     assert agent.policy.name == "pointnav-blind"
     replay = run_episode(agent, "PointGoal", "val", 0, 0)
     assert replay.model["name"] == "pointnav-blind" and replay.metrics["episode_index"] == 0
     assert not outside_hosts(connections), "loading from the cache tried to reach another machine"
+
+
+def test_released_habitat_agents_are_offered_and_download_when_chosen(release_server, tmp_path):
+    """Every released DD-PPO entry is in the model list; choosing one fetches it (from the loopback server
+    standing in for habitat's release folder) and runs it."""
+    demo = demo_app.Demo()
+    for name in navzoo.list_models(pretrained=True):
+        if model_entry(name).release_file:
+            assert (f"{name} (zoo, downloads when chosen)", name) in demo.model_choices()
+    blind = navzoo.create_model("pointnav-blind")
+    export_habitat_checkpoint(blind, release_server.root / model_entry("pointnav-blind").release_file)
+    (view,) = demo.run("pointnav-blind", None, "PointGoal", "val", 0, 0)
+    assert view.replay.model["name"] == "pointnav-blind"
+    assert ("pointnav-blind (zoo)", "pointnav-blind") in demo.model_choices()
 
 
 def test_default_model_is_the_packaged_one_when_there(monkeypatch):

@@ -10,15 +10,17 @@ import sys
 import textwrap
 from pathlib import Path
 
+import huggingface_hub
 import pytest
 import torch
 from conftest import put_in_hf_cache, random_observations
 
 import navzoo
+from navzoo import zoo
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError, WeightsNotAvailableError
 from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, save_pretrained
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
-from navzoo.zoo import model_entry
+from navzoo.zoo import ModelEntry, Provenance, model_entry
 
 RELEASED_FILES = {
     "gibson-4plus-resnet50.pth",
@@ -28,6 +30,9 @@ RELEASED_FILES = {
     "gibson-2plus-se-resneXt101-lstm1024.pth",
     "gibson-2plus-mp3d-train-val-test-se-resneXt50-rgb.pth",
     "gibson-0plus-mp3d-train-val-test-blind.pth",
+    # In habitat's ddppo-models folder without a README row of their own.
+    "gibson-2plus-se-resneXt101.pth",
+    "gibson-2plus-se-resneXt50-rgb.pth",
 }
 
 
@@ -46,8 +51,10 @@ def step(policy: PointNavPolicy, n: int = 2, seed: int = 0):
 def test_list_models_with_wildcards():
     assert navzoo.list_models("pointnav-se-resnext*") == [
         "pointnav-se-resnext101",
+        "pointnav-se-resnext101-lstm512",
         "pointnav-se-resnext50",
         "pointnav-se-resnext50-rgb",
+        "pointnav-se-resnext50-rgb-gibson2plus",
     ]
     assert navzoo.list_models("*-rgb") == [
         "bps-se-resnet9-rgb",
@@ -64,9 +71,17 @@ def test_list_models_with_wildcards():
     assert navzoo.list_models("pointnav-resnet50?") == []
     assert navzoo.list_models("nothing-*") == []
     everything = navzoo.list_models()
-    assert everything == sorted(everything) and len(everything) == 19  # 7 released, 3 shipped, 9 others
-    assert set(navzoo.list_models(pretrained=True)) < set(everything)
-    assert "pointnav-resnet18" not in navzoo.list_models(pretrained=True)
+    assert everything == sorted(everything) and len(everything) == 21  # 9 released, 3 shipped, 9 others
+
+
+def test_pretrained_lists_exactly_the_entries_load_can_load():
+    pretrained = navzoo.list_models(pretrained=True)
+    sources = {name: model_entry(name).weights_source for name in pretrained}
+    assert sorted(sources.values()) == ["habitat-release"] * 9 + ["package"] * 3
+    for name in set(navzoo.list_models()) - set(pretrained):  # architectures, timm encoders included
+        assert model_entry(name).weights_source is None
+        with pytest.raises(UnknownModelError, match="architecture without released weights"):
+            navzoo.load(name)
 
 
 def test_released_models_carry_architecture_sensors_and_provenance():
@@ -74,9 +89,13 @@ def test_released_models_carry_architecture_sensors_and_provenance():
     assert {e.provenance.original_file for e in released} == RELEASED_FILES
     for entry in released:
         p = entry.provenance
-        assert entry.hub_repo == f"navzoo/{entry.name}"
-        assert "DD-PPO" in p.paper and p.original_url.endswith("ddppo-models.zip")
-        assert all(0 < v < 1 for v in (p.val_spl, p.val_success, p.test_spl, p.test_success))
+        assert entry.release_file == p.original_file and entry.hub_repo is None
+        assert "DD-PPO" in p.paper and p.original_url.endswith("ddppo-models/" + p.original_file)
+        results = (p.val_spl, p.val_success, p.test_spl, p.test_success)
+        if p.original_file in ("gibson-2plus-se-resneXt101.pth", "gibson-2plus-se-resneXt50-rgb.pth"):
+            assert results == (None,) * 4 and p.results_source is None  # nothing reported for these files
+        else:
+            assert all(0 < v < 1 for v in results)
         assert entry.config.num_actions == 4 and entry.config.rnn_type == "LSTM"
         assert entry.config.num_recurrent_layers == 2
     best = model_entry("pointnav-se-resnext101")
@@ -208,16 +227,27 @@ def test_broken_config_files_are_reported(saved):
         navzoo.load(saved)
 
 
-def test_loads_from_the_hf_cache_with_local_files_only(tmp_path):
+def hub_entry(name: str, repo_id: str) -> ModelEntry:
+    """A zoo entry whose weights are a Hub repository (none of the built-in entries is one yet)."""
+    config = model_entry("pointnav-blind").config.replace(hidden_size=16)
+    return ModelEntry(name, config, "test entry", Provenance(paper="-", paper_url="-"), hub_repo=repo_id)
+
+
+def test_loads_from_the_hf_cache_with_local_files_only(tmp_path, monkeypatch):
+    monkeypatch.setitem(zoo._REGISTRY, "hub-blind", hub_entry("hub-blind", "someone/blind"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert "hub-blind" in navzoo.list_models(pretrained=True)
+    assert "hub-blind" not in navzoo.list_models(local=True)
     policy = navzoo.create_model("pointnav-blind", hidden_size=16)
-    put_in_hf_cache(
-        tmp_path / "hub", "navzoo/pointnav-blind", save_pretrained(policy, tmp_path / "w"), "a" * 40
-    )
-    loaded = navzoo.load("pointnav-blind", cache_dir=tmp_path / "hub", local_files_only=True)
+    put_in_hf_cache(tmp_path / "hub", "someone/blind", save_pretrained(policy, tmp_path / "w"), "a" * 40)
+    assert "hub-blind" in navzoo.list_models(local=True)
+    loaded = navzoo.load("hub-blind", cache_dir=tmp_path / "hub", local_files_only=True)
     assert loaded.name == "pointnav-blind" and loaded.provenance["original_file"].endswith("blind.pth")
     assert torch.equal(step(policy.eval()).value, step(loaded).value)
     with pytest.raises(WeightsNotAvailableError, match=r"revision|not in the Hugging Face cache"):
-        navzoo.load("pointnav-blind", cache_dir=tmp_path / "hub", local_files_only=True, revision="b" * 40)
+        navzoo.load("hub-blind", cache_dir=tmp_path / "hub", local_files_only=True, revision="b" * 40)
+    with pytest.raises(ConfigError, match="not in a Hub repository"):
+        navzoo.load("pointnav-blind", revision="v1")
 
 
 def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
@@ -225,7 +255,7 @@ def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
     with the Hub endpoint pointed at a closed local port as a second guard against network use."""
     cache = tmp_path / "hub"
     blind = navzoo.create_model("pointnav-blind", hidden_size=16)
-    put_in_hf_cache(cache, "navzoo/pointnav-blind", save_pretrained(blind, tmp_path / "blind"), "1" * 40)
+    put_in_hf_cache(cache, "someone/blind", save_pretrained(blind, tmp_path / "blind"), "1" * 40)
     depth = navzoo.create_model("pointnav-resnet18", resolution=(32, 32), hidden_size=16)
     old = save_pretrained(depth, tmp_path / "v1")
     put_in_hf_cache(cache, "someone/custom", old, "2" * 40, refs=("v1",))
@@ -237,6 +267,8 @@ def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
         """
         import json, torch, navzoo
         from navzoo.errors import WeightsNotAvailableError
+        from test_zoo import hub_entry
+        navzoo.zoo.register_model(hub_entry("hub-blind", "someone/blind"))
         def value(p):
             obs = {"pointgoal_with_gps_compass": torch.ones(1, 2)}
             if p.config.resolution:
@@ -245,7 +277,7 @@ def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
             with torch.no_grad():
                 return p(obs, *args).value.item()
         out = {
-            "blind": value(navzoo.load("pointnav-blind")),
+            "blind": value(navzoo.load("hub-blind")),
             "main": value(navzoo.load("hf-hub:someone/custom")),
             "v1": value(navzoo.load("hf-hub:someone/custom@v1")),
             "v1_kw": value(navzoo.load("hf-hub:someone/custom", revision="v1")),
@@ -263,6 +295,8 @@ def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
         "HF_HUB_CACHE": str(cache),
         "HF_HOME": str(tmp_path / "home"),
         "HF_ENDPOINT": "http://127.0.0.1:9",
+        "NAVZOO_DDPPO_BASE_URL": "http://127.0.0.1:9/ddppo-models/",
+        "PYTHONPATH": str(Path(__file__).parent),
     }
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
@@ -287,7 +321,7 @@ def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
     assert out["v1"] == out["v1_kw"] == pytest.approx(value(navzoo.load(old)), abs=1e-6)
     assert out["main"] != pytest.approx(out["v1"])
     message = out["missing"]
-    assert "not in the Hugging Face cache" in message and "offline" in message
+    assert "not in navzoo's cache" in message and "offline mode is on" in message
     assert "navzoo convert gibson-2plus-se-resneXt101-lstm1024.pth" in message and "navzoo pull" in message
 
 
