@@ -70,6 +70,10 @@ class OracleAgent(BaselineAgent):
     name = "oracle"
 
     def act(self, obs, first):
+        return self.actions()
+
+    def actions(self) -> torch.Tensor:
+        """The oracle's action [N] in every environment's current state (it needs no observations)."""
         sim, cfg = self.sim, self.sim.config
         n = sim.num_envs
         angles = torch.arange(ORACLE_DIRECTIONS, device=sim.device) * (2 * math.pi / ORACLE_DIRECTIONS)

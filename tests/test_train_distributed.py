@@ -299,10 +299,12 @@ def test_preemption_stops_waiting_for_a_slow_worker(tmp_path):
 
 
 # --- 3. resume equivalence -------------------------------------------------------------------------------
-def _resume_equivalence(tmp_path: Path, launch, nproc: int, total: int, stop_at: int) -> None:
+def _resume_equivalence(
+    tmp_path: Path, launch, nproc: int, total: int, stop_at: int, extra: tuple[str, ...] = ()
+) -> None:
     """`total` updates in one go equal `stop_at` updates, a stop, and a resume for the rest."""
     frames = nproc * FRAMES_PER_UPDATE
-    common = [*TINY, *ADAM, "distributed.sync_frac=1.0", "seed=3"]
+    common = [*TINY, *ADAM, "distributed.sync_frac=1.0", "seed=3", *extra]
     one_go, split = tmp_path / "one_go", tmp_path / "split"
     # The uninterrupted run and the first part of the split one side by side: there are 2 cores.
     first = [
@@ -348,6 +350,13 @@ def _resume_equivalence(tmp_path: Path, launch, nproc: int, total: int, stop_at:
 
 def test_resume_equals_uninterrupted_run(tmp_path):
     _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3)
+
+
+def test_imitation_resume_equals_uninterrupted_run(tmp_path):
+    """DAgger's oracle draws, its decaying share and its labels are restored exactly too (the share is
+    still above 0 at the stop, so both the oracle and the learner drive across it)."""
+    extra = ("algorithm=dagger", f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}")
+    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ from navzoo.errors import ConfigError
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
 from navzoo.sim.config import SimConfig
 
+ALGORITHMS = ("ppo", "dagger")
 OPTIMIZERS = ("adam", "lamb")
 LR_SCALINGS = ("none", "sqrt")
 BACKENDS = ("auto", "gloo", "nccl")
@@ -76,6 +77,30 @@ class PPOConfig:
 
 
 @dataclass(frozen=True)
+class ImitationConfig:
+    """DAgger from the simulator's shortest-path oracle (algorithm: dagger; navzoo.train.imitation).
+
+    The oracle drives a random share of the steps, decaying linearly from `oracle_share_start` to
+    `oracle_share_end` over the first `oracle_decay_frames` frames; the learner drives the rest. The rollout,
+    epochs, mini-batches, optimiser and value-loss weight come from the `ppo` block.
+    """
+
+    oracle_share_start: float = 1.0
+    oracle_share_end: float = 0.0
+    oracle_decay_frames: int = 500_000
+    # Steps where the oracle's action changes (and episode starts) weigh this much more in the loss: the few
+    # turns that matter are otherwise drowned by runs of move_forward (Wijmans et al. 2019). 1 turns it off.
+    inflection_weight: float = 1.0
+
+    def validate(self) -> None:
+        for name in ("oracle_share_start", "oracle_share_end"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(f"imitation.{name}", getattr(self, name), "a share in [0, 1]")
+        _positive_int("imitation.oracle_decay_frames", self.oracle_decay_frames)
+        _positive("imitation.inflection_weight", self.inflection_weight)
+
+
+@dataclass(frozen=True)
 class DistributedConfig:
     # Once at least sync_frac * workers have finished their rollouts the others stop early (never before a
     # quarter of the rollout). 1.0 turns preemption off; so does 0.6 with 2 workers (1.2 would have to be
@@ -97,7 +122,10 @@ class TrainConfig:
     model: str | None = "bps-se-resnet9"
     policy: dict[str, Any] = field(default_factory=dict)
     sim: SimConfig = field(default_factory=lambda: SimConfig(split="train"))
+    # "ppo": DD-PPO; "dagger": imitation of the shortest-path oracle (settings in `imitation`).
+    algorithm: str = "ppo"
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    imitation: ImitationConfig = field(default_factory=ImitationConfig)
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     total_frames: int = 10_000_000  # frames of experience summed over all workers
     seed: int = 0
@@ -111,7 +139,15 @@ class TrainConfig:
 
     def validate(self) -> None:
         self.ppo.validate()
+        self.imitation.validate()
         self.distributed.validate()
+        _one_of("algorithm", self.algorithm, ALGORITHMS)
+        if self.algorithm == "dagger" and self.sim.task != "pointnav":
+            raise ConfigError(
+                "algorithm",
+                self.algorithm,
+                f"'ppo' on {self.sim.task}: the oracle dagger imitates is PointGoal's",
+            )
         if self.sim.split != "train":
             raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")
         if self.sim.num_envs < self.ppo.num_mini_batch:
@@ -184,7 +220,11 @@ class TrainConfig:
                 data["sim"] = SimConfig.from_dict(sim)
             except ConfigError as err:
                 raise ConfigError(f"sim.{err.field}", err.value, err.allowed) from None
-        for name, kind in (("ppo", PPOConfig), ("distributed", DistributedConfig)):
+        for name, kind in (
+            ("ppo", PPOConfig),
+            ("imitation", ImitationConfig),
+            ("distributed", DistributedConfig),
+        ):
             if name in data:
                 _check_keys(name, data[name], kind)
                 data[name] = kind(**data[name])

@@ -146,24 +146,22 @@ class PPO:
         return lr
 
     def update(self, storage: RolloutStorage) -> dict[str, float]:
-        """PPO epochs over the rollout; returns the mean of each loss statistic over all mini-batches."""
+        """Epochs over the rollout; returns the mean of each loss statistic over all mini-batches."""
         cfg = self.config
         sums: dict[str, float] = {}
         count = 0
         for _ in range(cfg.ppo_epoch):
             for batch in storage.minibatches(cfg.num_mini_batch, cfg.use_normalized_advantage):
-                losses, grad_norm = self._step(batch)
-                stats = {
-                    k: float(getattr(losses, k).detach())
-                    for k in ("action", "value", "entropy", "clip_fraction", "approx_kl")
-                }
-                stats["grad_norm"] = grad_norm
+                total, stats = self._losses(batch)
+                stats = {k: float(v.detach()) for k, v in stats.items()}
+                stats["grad_norm"] = self._step(total)
                 for k, v in stats.items():
                     sums[k] = sums.get(k, 0.0) + v
                 count += 1
         return {k: v / count for k, v in sums.items()}
 
-    def _step(self, batch: MiniBatch) -> tuple[Losses, float]:
+    def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss to minimise on a mini-batch and the statistics logged under loss/."""
         cfg = self.config
         with self.autocast():
             values, log_probs, entropy = self.evaluator(
@@ -189,14 +187,19 @@ class PPO:
         losses = ppo_losses(
             log_probs, batch.log_probs, advantages, values, batch.values, returns, entropy, cfg
         )
+        stats = {k: getattr(losses, k) for k in ("action", "value", "entropy", "clip_fraction", "approx_kl")}
+        return losses.total, stats
+
+    def _step(self, total: torch.Tensor) -> float:
+        """One optimiser step on `total`; returns the gradient norm before clipping."""
         self.optimizer.zero_grad(set_to_none=True)
-        self.scaler.scale(losses.total).backward()
+        self.scaler.scale(total).backward()
         self.scaler.unscale_(self.optimizer)
         params = [p for p in self.policy.parameters() if p.requires_grad]
-        grad_norm = float(nn.utils.clip_grad_norm_(params, cfg.max_grad_norm))
+        grad_norm = float(nn.utils.clip_grad_norm_(params, self.config.max_grad_norm))
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        return losses, grad_norm
+        return grad_norm
 
     def state_dict(self) -> dict:
         return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict()}

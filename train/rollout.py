@@ -5,6 +5,7 @@ Index t holds what the policy saw before acting at step t: observations[t], prev
 the value estimate and the reward of step t are stored at t too. values[length] is the bootstrap value of
 the observation after the last step. `hidden` is the recurrent state before step 0, which is all PPO needs
 to replay whole sequences. A rollout may stop early (preemption), so `length` can be below num_steps.
+For imitation (navzoo.train.imitation), `oracle_actions` holds the teacher's label of each step.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class MiniBatch:
     rewards: torch.Tensor
     next_masks: torch.Tensor  # masks[t + 1]: False where step t ended its episode
     bootstrap: torch.Tensor  # [n] value after the last step
+    oracle_actions: torch.Tensor  # the teacher's action at each step (imitation only)
 
 
 class RolloutStorage:
@@ -49,6 +51,7 @@ class RolloutStorage:
         self.prev_actions = torch.zeros(num_steps + 1, n, dtype=torch.long, device=dev)
         self.masks = torch.zeros(num_steps + 1, n, dtype=torch.bool, device=dev)
         self.actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
+        self.oracle_actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
         self.log_probs = torch.zeros(num_steps, n, device=dev)
         self.values = torch.zeros(num_steps + 1, n, device=dev)
         self.rewards = torch.zeros(num_steps, n, device=dev)
@@ -75,9 +78,12 @@ class RolloutStorage:
         rewards: torch.Tensor,
         next_observations: dict[str, torch.Tensor],
         dones: torch.Tensor,
+        oracle_actions: torch.Tensor | None = None,
     ) -> None:
         t = self.length
         self.actions[t].copy_(actions)
+        if oracle_actions is not None:
+            self.oracle_actions[t].copy_(oracle_actions)
         self.log_probs[t].copy_(log_probs)
         self.values[t].copy_(values)
         self.rewards[t].copy_(rewards)
@@ -120,6 +126,7 @@ class RolloutStorage:
                 rewards=self.rewards[:length, idx],
                 next_masks=self.masks[1 : length + 1, idx],
                 bootstrap=self.values[length, idx],
+                oracle_actions=self.oracle_actions[:length, idx],
             )
 
     def after_update(self, hidden: torch.Tensor) -> None:

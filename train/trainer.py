@@ -1,5 +1,6 @@
 """DD-PPO: every worker collects a rollout in its own batch of environments, then all of them take the same
-PPO steps with gradients all-reduced by DistributedDataParallel (Wijmans et al. 2020).
+PPO steps with gradients all-reduced by DistributedDataParallel (Wijmans et al. 2020). With
+`algorithm: dagger` the same loop imitates the shortest-path oracle instead (navzoo.train.imitation).
 
 One update: collect up to `ppo.num_steps` steps (stopping early once enough workers are done, see
 RolloutPreemption), compute GAE, run the PPO epochs, all-reduce the statistics, log, and checkpoint at the
@@ -41,6 +42,7 @@ from navzoo.train.distributed import (
     init_workers,
     restart_count,
 )
+from navzoo.train.imitation import DAgger, OracleTeacher
 from navzoo.train.logger import TrainLogger, plot_learning_curve
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
@@ -112,7 +114,12 @@ class Trainer:
         if config.ppo.lr_scaling == "sqrt":
             batch = self.frames_per_update / config.ppo.num_mini_batch
             lr *= math.sqrt(batch / config.ppo.reference_batch)
-        self.ppo = PPO(self.policy, config.ppo, lr, self.device, workers.distributed)
+        if config.algorithm == "dagger":
+            self.teacher = OracleTeacher(self.sim, config.imitation)
+            self.ppo = DAgger(self.policy, config.ppo, config.imitation, lr, self.device, workers.distributed)
+        else:
+            self.teacher = None
+            self.ppo = PPO(self.policy, config.ppo, lr, self.device, workers.distributed)
         self.preemption = RolloutPreemption(
             workers.store, workers.world_size, config.distributed.sync_frac, config.ppo.num_steps
         )
@@ -195,11 +202,16 @@ class Trainer:
             observations, prev_actions, masks = storage.current()
             with torch.no_grad(), self.ppo.autocast():
                 act = self.policy.act(observations, hidden, prev_actions, masks)
+            actions, labels = act.action, None
+            if self.teacher is not None:
+                actions, labels = self.teacher.drive(act.action, self.frames)
             t1 = self._sync_time()
-            next_observations, rewards, dones, info = self.sim.step(act.action)
+            next_observations, rewards, dones, info = self.sim.step(actions)
             next_observations = self._observe(next_observations)
             t2 = self._sync_time()
-            storage.insert(act.action, act.log_prob, act.value.float(), rewards, next_observations, dones)
+            storage.insert(
+                actions, act.log_prob, act.value.float(), rewards, next_observations, dones, labels
+            )
             hidden = act.hidden.float()
             episode = info.get("episode")
             if episode is not None:
@@ -277,6 +289,7 @@ class Trainer:
                 "rollout/steps_min": -total["rollout/min_steps"],
                 "rollout/preempted_workers": total["rollout/preempted"],
                 "train/lr": lr,
+                **({"train/oracle_share": self.teacher.share(self.frames)} if self.teacher else {}),
                 "train/update": self.update,
                 "train/episodes": self.episodes,
             }

@@ -1,0 +1,96 @@
+"""Imitation of the shortest-path oracle (navzoo.train.imitation): the loss on hand-computed cases, the
+teacher's mixture schedule, an update that moves the policy towards the labels, and the trainer's loop."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+from test_ppo import labelled_storage, tiny_policy
+
+from navzoo.baselines import make_baseline
+from navzoo.errors import ConfigError
+from navzoo.sim import BatchSim, SimConfig
+from navzoo.train.config import ImitationConfig, PPOConfig, load_config
+from navzoo.train.imitation import DAgger, OracleTeacher, imitation_losses, inflection_weights
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+CPU = torch.device("cpu")
+
+
+def test_inflection_weights_hand_computed():
+    # Two environments, four steps. Env 0: the oracle turns at t=2; env 1: a new episode starts at t=2.
+    oracle = torch.tensor([[1, 2], [1, 2], [3, 2], [3, 2]])
+    masks = torch.tensor([[True, True], [True, True], [True, False], [True, True]])
+    weights = inflection_weights(oracle, masks, 4.0)
+    assert weights.tolist() == [[1.0, 1.0], [1.0, 1.0], [4.0, 4.0], [1.0, 1.0]]
+    # The first step of a sequence is an inflection only where an episode starts there.
+    assert inflection_weights(oracle, ~masks, 2.0)[0].tolist() == [2.0, 2.0]
+    assert inflection_weights(oracle, masks, 1.0).eq(1.0).all()
+
+
+def test_imitation_losses_hand_computed():
+    log_probs = torch.log(torch.tensor([[0.5, 0.25]]))
+    weights = torch.tensor([[1.0, 3.0]])
+    values, returns = torch.tensor([[1.0, 2.0]]), torch.tensor([[0.0, 0.0]])
+    losses = imitation_losses(log_probs, weights, values, returns, value_loss_coef=0.5)
+    action = (math.log(2) + 3 * math.log(4)) / 4  # the weighted mean cross-entropy
+    value = 0.5 * (1 + 4) / 2
+    assert losses.action.item() == pytest.approx(action)
+    assert losses.value.item() == pytest.approx(value)
+    assert losses.total.item() == pytest.approx(action + 0.5 * value)
+    assert losses.oracle_prob.item() == pytest.approx(0.375)
+
+
+def test_teacher_share_decays_linearly_and_decides_who_drives():
+    sim = BatchSim(SimConfig(split="train", num_envs=64, sensors=()))
+    try:
+        config = ImitationConfig(oracle_share_start=1.0, oracle_share_end=0.2, oracle_decay_frames=1000)
+        teacher = OracleTeacher(sim, config)
+        assert [teacher.share(f) for f in (0, 500, 1000, 5000)] == pytest.approx([1.0, 0.6, 0.2, 0.2])
+        oracle = make_baseline("oracle", sim).actions()
+        learner = (oracle + 1) % 4  # never the oracle's action
+        actions, labels = teacher.drive(learner, frames=0)
+        assert torch.equal(labels, oracle) and torch.equal(actions, oracle)  # the oracle drives all
+        torch.manual_seed(0)
+        never = dataclasses.replace(config, oracle_share_start=0.0, oracle_share_end=0.0)
+        actions, _ = OracleTeacher(sim, never).drive(learner, frames=0)
+        assert torch.equal(actions, learner)
+        torch.manual_seed(0)
+        actions, _ = teacher.drive(learner, frames=500)  # 60% oracle
+        assert 0.4 < (actions == oracle).float().mean().item() < 0.8
+    finally:
+        sim.close()
+
+
+def test_update_raises_the_probability_of_the_oracle_labels():
+    policy = tiny_policy()
+    storage = labelled_storage(8, 6)
+    storage.oracle_actions.fill_(2)  # whatever was driven, the oracle would have turned left
+    config = PPOConfig(ppo_epoch=4, num_mini_batch=2, lr=1e-2, value_loss_coef=0.5)
+    dagger = DAgger(policy, config, ImitationConfig(inflection_weight=2.0), config.lr, CPU, distributed=False)
+
+    def oracle_prob() -> float:
+        with torch.no_grad():
+            batch = next(storage.minibatches(1))
+            _, log_probs, _ = dagger.evaluator(
+                batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
+            )
+        return log_probs.exp().mean().item()
+
+    before = oracle_prob()
+    stats = dagger.update(storage)
+    assert set(stats) == {"action", "value", "oracle_prob", "grad_norm"}
+    assert oracle_prob() > before + 0.05
+
+
+def test_dagger_needs_pointgoal():
+    with pytest.raises(ConfigError, match="algorithm"):
+        load_config("pointnav-blind", ["algorithm=dagger", "sim.task=flee"])
+    with pytest.raises(ConfigError, match="algorithm"):
+        load_config("pointnav-blind", ["algorithm=reinforce"])
+    with pytest.raises(ConfigError, match=r"imitation\.oracle_share_start"):
+        load_config("pointnav-blind", ["algorithm=dagger", "imitation.oracle_share_start=2"])
+    config = load_config("navzoo-pointnav-depth-il")
+    assert config.algorithm == "dagger" and config.imitation.inflection_weight > 1

@@ -1,0 +1,109 @@
+"""Imitation of the simulator's shortest-path oracle, DAgger-style (Ross et al. 2011), inside the trainer.
+
+The embedded simulator knows every scene's distance field, so its oracle (navzoo.baselines.OracleAgent,
+SPL 0.998) can label every step of every rollout with the action it would take there. The learner drives;
+a random share of the steps is driven by the oracle instead (DAgger's mixture policy), and that share
+decays over training. The update clones the labels over the rollout's whole sequences, several epochs of
+mini-batches like PPO's, through the same recurrent masking and DistributedDataParallel all-reduce. The
+critic learns the rollout's returns meanwhile, so that DD-PPO fine-tuning of the same model starts with
+a useful value function (PIRLNav, Ramrakhya et al. 2023).
+
+`imitation_losses` and `inflection_weights` are the maths, small enough to check by hand; `DAgger` is PPO's
+update with that loss; `OracleTeacher` labels the steps and picks who drives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from navzoo.baselines import OracleAgent
+from navzoo.models.policy import ActorCritic
+from navzoo.sim.batch_sim import BatchSim
+from navzoo.train.config import ImitationConfig, PPOConfig
+from navzoo.train.ppo import PPO
+from navzoo.train.rollout import MiniBatch
+
+
+@dataclass
+class ImitationLosses:
+    total: torch.Tensor
+    action: torch.Tensor  # weighted cross-entropy of the oracle's actions
+    value: torch.Tensor
+    oracle_prob: torch.Tensor  # mean probability the policy gives the oracle's action
+
+
+def inflection_weights(oracle_actions: torch.Tensor, masks: torch.Tensor, weight: float) -> torch.Tensor:
+    """[L, n] loss weights: `weight` where the oracle's action differs from its action one step earlier in
+    the same episode, or where an episode starts (masks False), 1 elsewhere. The first step of a sequence
+    has no earlier label here, so it counts as an inflection only at an episode start."""
+    changed = torch.zeros_like(masks)
+    changed[1:] = oracle_actions[1:] != oracle_actions[:-1]
+    inflection = changed | ~masks
+    return torch.where(inflection, weight, 1.0)
+
+
+def imitation_losses(
+    oracle_log_probs: torch.Tensor,
+    weights: torch.Tensor,
+    values: torch.Tensor,
+    returns: torch.Tensor,
+    value_loss_coef: float,
+) -> ImitationLosses:
+    """Behaviour cloning: the weighted mean of -log pi(oracle action), plus the critic's squared error."""
+    action = -(weights * oracle_log_probs).sum() / weights.sum()
+    value = 0.5 * ((values - returns) ** 2).mean()
+    with torch.no_grad():
+        oracle_prob = oracle_log_probs.exp().mean()
+    return ImitationLosses(action + value_loss_coef * value, action, value, oracle_prob)
+
+
+class DAgger(PPO):
+    """PPO's update machinery (epochs, mini-batches of whole sequences, optimiser, AMP, DDP) with the
+    imitation loss."""
+
+    def __init__(
+        self,
+        policy: ActorCritic,
+        config: PPOConfig,
+        imitation: ImitationConfig,
+        lr: float,
+        device: torch.device,
+        distributed: bool,
+    ):
+        super().__init__(policy, config, lr, device, distributed)
+        self.imitation = imitation
+
+    def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        with self.autocast():
+            values, log_probs, _ = self.evaluator(
+                batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
+            )
+        weights = inflection_weights(batch.oracle_actions, batch.masks, self.imitation.inflection_weight)
+        losses = imitation_losses(
+            log_probs.float(), weights, values.float(), batch.returns, self.config.value_loss_coef
+        )
+        stats = {"action": losses.action, "value": losses.value, "oracle_prob": losses.oracle_prob}
+        return losses.total, stats
+
+
+class OracleTeacher:
+    """Labels every step with the oracle's action and picks, step by step, whether the oracle or the learner
+    drives. Draws come from torch's global generator, which the trainer seeds and checkpoints."""
+
+    def __init__(self, sim: BatchSim, config: ImitationConfig):
+        self.oracle = OracleAgent(sim)
+        self.config = config
+
+    def share(self, frames: int) -> float:
+        """The oracle's share of the driving after `frames` frames of training."""
+        cfg = self.config
+        done = min(1.0, frames / cfg.oracle_decay_frames)
+        return cfg.oracle_share_start + done * (cfg.oracle_share_end - cfg.oracle_share_start)
+
+    def drive(self, learner_actions: torch.Tensor, frames: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the actions to take [N], the oracle's labels [N]) in the simulator's current state."""
+        labels = self.oracle.actions()
+        oracle_drives = torch.rand(labels.shape, device=labels.device) < self.share(frames)
+        return torch.where(oracle_drives, labels, learner_actions), labels
