@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import pickle
-import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
 from navzoo.hub.weights import check_state_dict, load_pretrained, save_pretrained
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
 from navzoo.models.resnet import SPECS
+from navzoo.torch_files import load_weights_only
 
 PREFIX = "actor_critic."
 # Training-only modules some habitat-baselines versions keep under actor_critic (auxiliary losses).
@@ -39,21 +38,9 @@ def read_habitat_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
             f"{path} does not exist; pass the path of a habitat-baselines .pth checkpoint"
         )
     try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as err:
-        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(err))
-        if found is None:
-            detail = re.search(r"WeightsUnpickler error:\s*(.+)", str(err))
-            raise WeightsFormatError(
-                f"{path} is not a readable PyTorch checkpoint ({detail.group(1) if detail else err})"
-            ) from None
-        raise UnsafeCheckpointError(
-            f"refused to load {path}: it references the Python object "
-            f"{found.group(1)}, which only full unpickling (running code from "
-            "the file) could build, and navzoo never does that. If you trust the file, re-save its tensors: "
-            "torch.save({'state_dict': torch.load(path, weights_only=False)['state_dict']}, 'clean.pth'). "
-            "If it should hold only tensors, it may be truncated: download it again."
-        ) from None
+        checkpoint = load_weights_only(path)
+    except UnsafeCheckpointError:
+        raise
     except (RuntimeError, EOFError, KeyError, ValueError, OSError) as err:
         raise WeightsFormatError(
             f"{path} is not a readable PyTorch checkpoint, or it is truncated ({type(err).__name__}: {err})"

@@ -225,6 +225,33 @@ def test_pickled_code_is_refused_and_never_run(ref, tmp_path):
     assert not marker.exists() and not (tmp_path / "out").exists()
 
 
+class SystemPayload:
+    """Unpickling this would run a shell command: the most dangerous kind of payload."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+@pytest.mark.parametrize("payload", [Payload, SystemPayload])
+@pytest.mark.parametrize("legacy", [False, True])
+def test_every_refused_pickle_gets_the_same_message_and_no_advice_to_run_it(ref, tmp_path, payload, legacy):
+    checkpoint = released_checkpoint(ref, None, hidden=16)
+    marker = tmp_path / "code-ran"
+    checkpoint["config"] = payload(marker)
+    torch.save(checkpoint, tmp_path / "evil.pth", _use_new_zipfile_serialization=not legacy)
+    with pytest.raises(UnsafeCheckpointError) as err:
+        read_habitat_checkpoint(tmp_path / "evil.pth")
+    message = str(err.value)
+    assert "this file holds pickled objects other than tensors, which navzoo never unpickles" in message
+    assert "weights_only" not in message and "trust" not in message
+    assert not marker.exists()
+
+
 def test_unreadable_checkpoints_raise_clear_errors(ref, tmp_path):
     torch.save(released_checkpoint(ref, None, hidden=16), tmp_path / "good.pth")
     data = (tmp_path / "good.pth").read_bytes()
