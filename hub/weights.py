@@ -107,7 +107,7 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
 
 
 def check_state_dict(policy: ActorCritic, tensors: dict[str, torch.Tensor], source: str) -> None:
-    """Raise WeightsFormatError unless `tensors` has exactly the policy's names and shapes."""
+    """Raise WeightsFormatError unless `tensors` has exactly the policy's names and shapes, all finite."""
     expected = policy.state_dict()
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
@@ -127,6 +127,13 @@ def check_state_dict(policy: ActorCritic, tensors: dict[str, torch.Tensor], sour
             f"(hidden {policy.config.hidden_size}, sensors {', '.join(policy.config.sensors)}): "
             + "; ".join(problems)
             + ". The config and the weights disagree: fix the config or convert the checkpoint again."
+        )
+    broken = [k for k, v in tensors.items() if v.is_floating_point() and not torch.isfinite(v).all()]
+    if broken:
+        raise WeightsFormatError(
+            f"{source} holds NaN or infinite values in {len(broken)} tensor(s): {', '.join(broken[:4])}"
+            f"{', ...' if len(broken) > 4 else ''}. These weights cannot act; use an earlier checkpoint of "
+            "the run or get the model again."
         )
 
 

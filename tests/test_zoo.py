@@ -201,6 +201,17 @@ def test_config_and_weights_that_disagree_are_reported(saved, tmp_path):
         navzoo.load(saved)
 
 
+def test_non_finite_weights_are_refused_naming_the_tensor(tmp_path):
+    policy = navzoo.create_model("pointnav-blind", hidden_size=16)
+    with torch.no_grad():
+        policy.critic.fc.weight[0, 3] = float("nan")
+    folder = save_pretrained(policy, tmp_path / "nan")
+    with pytest.raises(
+        WeightsFormatError, match=r"NaN or infinite values in 1 tensor\(s\): critic\.fc\.weight"
+    ):
+        navzoo.load(folder)
+
+
 def test_broken_config_files_are_reported(saved):
     path = saved / CONFIG_NAME
     good = json.loads(path.read_text())
