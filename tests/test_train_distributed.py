@@ -500,3 +500,35 @@ def test_existing_checkpoints_need_resume(tmp_path):
     # Nothing was touched.
     assert sorted(p.name for p in (run_dir / ckpt.CHECKPOINT_DIR).iterdir()) == before
     assert (run_dir / "log.jsonl").read_text() == log_before
+
+
+# --- 7. what a killed or damaged run leaves behind ---------------------------------------------------------
+def test_resume_skips_a_damaged_checkpoint_and_removes_stale_temporaries(tmp_path):
+    run_dir = tmp_path / "run"
+    args = [*TINY, f"total_frames={4 * FRAMES_PER_UPDATE}", "--run-dir", str(run_dir)]
+    _run(_cli(PRESET, *args), tmp_path)
+    folder = run_dir / ckpt.CHECKPOINT_DIR
+    assert [p.name for p in ckpt.list_checkpoints(run_dir)] == ["ckpt-000000002.pt", "ckpt-000000004.pt"]
+    newest = folder / "ckpt-000000004.pt"
+    newest.write_bytes(newest.read_bytes()[:1000])  # damaged, as by a disk that filled up
+    stale = folder / ".ckpt-000000006.pt.tmp-4242"  # as a kill -9 during a save leaves it
+    stale.write_bytes(b"\0" * 1000)
+
+    out, err = _run(
+        _cli(f"total_frames={6 * FRAMES_PER_UPDATE}", "--run-dir", str(run_dir), "--resume"), tmp_path
+    )
+    assert "skipped a damaged checkpoint" in out and "ckpt-000000004.pt" in out and "ckpt-000000002.pt" in out
+    assert "Traceback" not in err
+    assert not stale.exists()
+    resume = [e for e in _log(run_dir)[1] if e["event"] == "resume"]
+    assert resume[-1]["update"] == 2
+    _assert_counters(_newest(run_dir), 6, 6 * FRAMES_PER_UPDATE)
+
+
+def test_resume_with_another_architecture_names_what_changed(tmp_path):
+    run_dir = tmp_path / "run"
+    _run(_cli(PRESET, *TINY, f"total_frames={2 * FRAMES_PER_UPDATE}", "--run-dir", str(run_dir)), tmp_path)
+    resume = _cli(f"total_frames={4 * FRAMES_PER_UPDATE}", "policy.hidden_size=64", "--run-dir", str(run_dir))
+    _, err = _run([*resume, "--resume"], tmp_path, expect_rc=2)
+    assert "another architecture" in err and "policy.hidden_size: 32 -> 64" in err, err
+    assert "Traceback" not in err, err

@@ -3,8 +3,9 @@
 A checkpoint holds the model, optimiser and loss-scaler states, counters, the resolved config, and for every
 worker its simulator state, its recurrent carry (hidden state, previous action, mask) and its RNG states, so
 that a resumed run continues exactly where the saved one was. Files are written to a temporary name, synced
-and renamed, so a crash never leaves a half-written checkpoint behind under a checkpoint's name. Only
-tensors and plain containers are stored, and they are read back with `torch.load(weights_only=True)`.
+and renamed, so a crash never leaves a half-written checkpoint behind under a checkpoint's name (a resumed
+run deletes the temporary files a killed one left). Only tensors and plain containers are stored, and they
+are read back weights-only. A damaged newest checkpoint makes a resume fall back to the one before.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 
 import torch
 
-from navzoo.errors import NavzooError
+from navzoo.errors import NavzooError, UnsafeCheckpointError
+from navzoo.torch_files import load_weights_only
 
 CHECKPOINT_DIR = "checkpoints"
 _NAME = re.compile(r"^ckpt-(\d{9})\.pt$")
@@ -55,18 +57,43 @@ def save_checkpoint(state: dict[str, Any], run_dir: Path, update: int, keep: int
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        return load_weights_only(path)
+    except UnsafeCheckpointError as err:
+        raise CheckpointError(str(err)) from None
     except FileNotFoundError:
         raise CheckpointError(f"{path} does not exist") from None
     except Exception as err:  # torch raises many kinds of errors on a damaged file
-        raise CheckpointError(
-            f"{path} cannot be read ({type(err).__name__}: {err}); delete it to resume from the one before"
-        ) from None
+        raise CheckpointError(f"{path} cannot be read ({type(err).__name__}: {err})") from None
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
     found = list_checkpoints(run_dir)
     return found[-1] if found else None
+
+
+def load_latest(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]] | None:
+    """The newest readable checkpoint of a run, its state, and why each newer one was passed over (a
+    damaged file: the run continues from the one before). None if the run has no checkpoint; CheckpointError
+    if it has some and none can be read."""
+    found = list_checkpoints(run_dir)
+    if not found:
+        return None
+    skipped = []
+    for path in reversed(found):
+        try:
+            return path, load_checkpoint(path), skipped
+        except CheckpointError as err:
+            skipped.append(str(err))
+    raise CheckpointError(f"no checkpoint of {run_dir} can be read: " + "; ".join(skipped))
+
+
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Delete the half-written checkpoint files a killed run leaves behind (`.ckpt-*.pt.tmp-<pid>`)."""
+    folder = run_dir / CHECKPOINT_DIR
+    stale = sorted(folder.glob(".ckpt-*.pt.tmp-*")) if folder.is_dir() else []
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return stale
 
 
 def rng_state(device: torch.device) -> dict[str, torch.Tensor]:

@@ -55,6 +55,8 @@ EPISODE_METRICS = {
     "explore": ("visited_cells",),
 }
 COMMON_METRICS = ("episode_return", "num_steps", "path_length", "collisions")
+# The config keys a model's tensors depend on, named when a resume finds tensors of another shape.
+ARCHITECTURE_KEYS = ("model", "policy.", "sim.sensors", "sim.resolution", "sim.task")
 STATS_WINDOW = 20  # updates whose finished episodes make up the logged episode metrics
 
 
@@ -132,22 +134,27 @@ class Trainer:
     # --- the loop ----------------------------------------------------------------------------------
     def run(self, resume: bool) -> TrainResult:
         cfg, workers = self.config, self.workers
-        found = ckpt.latest_checkpoint(self.run_dir)
-        if found is not None and not resume:
+        if ckpt.latest_checkpoint(self.run_dir) is not None and not resume:
             raise ConfigError(
                 "run_dir", str(self.run_dir), "a new folder, or pass --resume to continue the run saved there"
             )
+        loaded = ckpt.load_latest(self.run_dir) if resume else None
+        found = loaded[0] if loaded else None
         if workers.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             if found is None:
                 (self.run_dir / CONFIG_FILE).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+            else:
+                ckpt.remove_stale_temporaries(self.run_dir)
+                for reason in loaded[2]:
+                    print(f"skipped a damaged checkpoint: {reason}; resuming from {found.name}", flush=True)
         dist.barrier()
         observations = self._observe(self.sim.reset())
         storage = RolloutStorage(
             cfg.ppo.num_steps, observations, self.policy.initial_state(self.sim.num_envs)
         )
         if found is not None:
-            self._restore(ckpt.load_checkpoint(found), storage, found)
+            self._restore(loaded[1], storage, found)
         logger = TrainLogger(
             self.run_dir, cfg.total_frames, self.frames, enabled=workers.is_main, resumed=found is not None
         )
@@ -346,6 +353,7 @@ class Trainer:
                 f"{self.workers.world_size}; resume with --nproc-per-node (and nodes) giving "
                 f"{state['world_size']} workers, so every worker gets back its environments"
             )
+        self._check_architecture(state, path)
         self.policy.load_state_dict(state["model"])
         self.ppo.load_state_dict(state["ppo"])
         counters = state["counters"]
@@ -357,6 +365,24 @@ class Trainer:
         to_device = {k: v.to(self.device) for k, v in mine["carry"].items()}
         storage.load_carry_state(to_device, self._observe(self.sim.observe()))
         ckpt.set_rng_state(mine["rng"], self.device)
+
+    def _check_architecture(self, state: dict, path: Path) -> None:
+        """CheckpointError naming the changed settings if the checkpoint's tensors do not fit the policy."""
+        expected = self.policy.state_dict()
+        saved = state["model"]
+        if saved.keys() == expected.keys() and all(saved[k].shape == v.shape for k, v in expected.items()):
+            return
+        before, now = _flatten(state.get("config", {})), _flatten(self.config.to_dict())
+        changed = [
+            f"{key}: {before.get(key)!r} -> {now.get(key)!r}"
+            for key in sorted(before.keys() | now.keys())
+            if before.get(key) != now.get(key) and key.startswith(ARCHITECTURE_KEYS)
+        ]
+        raise ckpt.CheckpointError(
+            f"{path} holds a model of another architecture than this run's config builds; changed since it "
+            f"was written: {', '.join(changed) or 'the policy built by the caller'}. Resume with the run's "
+            "own settings, or train the new architecture in a new run folder."
+        )
 
     def _export_model(self, metrics: dict[str, float]) -> None:
         """config.json + model.safetensors at the top of the run folder, so navzoo.load(run_dir) works."""
@@ -388,6 +414,17 @@ class Trainer:
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGUSR1, stop)
+
+
+def _flatten(config: dict, prefix: str = "") -> dict[str, Any]:
+    """{"policy": {"hidden_size": 256}} -> {"policy.hidden_size": 256}."""
+    flat: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _machine(device: torch.device) -> dict[str, str]:
