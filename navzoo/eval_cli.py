@@ -99,6 +99,10 @@ def register(subparsers) -> None:
 def _run(args) -> None:
     if args.replays < 0:
         raise ConfigError("replays", args.replays, "0 or more episodes per agent")
+    if args.episodes < 1:
+        raise ConfigError("episodes", args.episodes, "1 or more")
+    if not 0 <= args.map_episode < args.episodes:
+        raise ConfigError("map-episode", args.map_episode, f"an episode in 0 .. {args.episodes - 1}")
     if args.threads is not None:
         if args.threads < 1:
             raise ConfigError("threads", args.threads, "1 or more")
@@ -207,7 +211,7 @@ def _evaluate_agent(agent: _Agent, sim: BatchSim, args, out: Path) -> tuple[dict
         + (f", {mode}" if mode else "")
     )
     results = evaluate(sim, runner, args.episodes)
-    shown = results[min(args.map_episode, len(results) - 1)]
+    shown = results[args.map_episode]
     save_png(episode_map(sim, shown), out / f"map-{agent.label}.png")
     replays = [_save_replay(sim, result, agent.label, model, mode, out) for result in results[: args.replays]]
     summary = summarize(results)

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 
 import numpy as np
 import pytest
@@ -185,6 +186,17 @@ def test_eval_command_reports_a_missing_model_folder(tmp_path, capsys):
     code = main(["eval", str(tmp_path / "no-such-run"), "--episodes", "2", "--out", str(tmp_path)])
     error = capsys.readouterr().err
     assert code == 2 and "no-such-run" in error and "config.json" in error
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [(["--map-episode", "50"], r"map-episode=50.*0 \.\. 1"), (["--episodes", "0"], "episodes=0")],
+)
+def test_eval_command_refuses_episode_numbers_out_of_range(tmp_path, capsys, flags, message):
+    """Before, --map-episode 50 with 2 episodes drew another episode and labelled it 50."""
+    code = main(["eval", "goal-follower", "--episodes", "2", *flags, "--out", str(tmp_path / "out")])
+    assert code == 2 and re.search(message, capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()  # refused before anything ran
 
 
 def test_eval_command_reports_resolution_mismatch(model_folders, tmp_path, capsys):
