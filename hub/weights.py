@@ -62,9 +62,16 @@ def _without_download(config: ModelConfig) -> ModelConfig:
 
 
 def _stored(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
-    if dtype is not None and tensor.is_floating_point():
+    # A tensor whose values do not fit the smaller type keeps its own (a running count past float16's 65504
+    # would become infinite).
+    if dtype is not None and tensor.is_floating_point() and _fits(tensor, dtype):
         tensor = tensor.to(dtype)
     return tensor.detach().to("cpu").contiguous()
+
+
+def _fits(tensor: torch.Tensor, dtype: torch.dtype) -> bool:
+    finite = tensor[torch.isfinite(tensor)]
+    return finite.numel() == 0 or float(finite.abs().max()) <= torch.finfo(dtype).max
 
 
 def read_config(folder: str | Path) -> tuple[ModelConfig, dict[str, Any]]:

@@ -212,6 +212,17 @@ def test_non_finite_weights_are_refused_naming_the_tensor(tmp_path):
         navzoo.load(folder)
 
 
+def test_half_precision_export_keeps_values_float16_cannot_hold(tmp_path):
+    policy = navzoo.create_model("bps-se-resnet9-rgb", resolution=(64, 64), hidden_size=16, base_planes=16)
+    count = policy.net.visual_encoder.running_mean_and_var._count
+    count.fill_(3_915_584.0)  # frames seen by the running statistics: past float16's 65504
+    loaded = navzoo.load(save_pretrained(policy, tmp_path / "half", dtype=torch.float16))
+    assert loaded.net.visual_encoder.running_mean_and_var._count.item() == 3_915_584.0
+    assert loaded.net.visual_fc[1].weight.dtype == torch.float32  # cast back into the model's parameters
+    shipped = navzoo.load("navzoo-pointnav-rgb").net.visual_encoder.running_mean_and_var._count
+    assert torch.isfinite(shipped)
+
+
 def test_broken_config_files_are_reported(saved):
     path = saved / CONFIG_NAME
     good = json.loads(path.read_text())
