@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from navzoo import zoo
+from navzoo.destination import check_destination
 from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
 from navzoo.hub.weights import check_state_dict, load_pretrained, save_pretrained
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
@@ -205,11 +206,15 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument(
         "--resolution", nargs=2, type=int, metavar=("H", "W"), help="sensor size (default: inferred, square)"
     )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="write DST even if it exists (a non-empty folder or a file)"
+    )
     parser.set_defaults(run=run_convert)
     return parser
 
 
 def run_convert(args: argparse.Namespace) -> int:
+    check_destination(args.dst, overwrite=args.overwrite)
     if args.src.is_dir():
         out = export_habitat_checkpoint(args.src, args.dst)
         print(f"wrote habitat-baselines checkpoint {out}")

@@ -270,6 +270,22 @@ def test_unreadable_checkpoints_raise_clear_errors(ref, tmp_path):
             habitat_to_policy(tmp_path / name)
 
 
+def test_convert_does_not_overwrite_without_overwrite(ref, tmp_path, capsys):
+    torch.save(released_checkpoint(ref, None, hidden=16), tmp_path / "blind.pth")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    with pytest.raises(NavzooError, match=r"holds files \(notes\.txt\).*--overwrite"):
+        cli("convert", tmp_path / "blind.pth", tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["notes.txt"]
+    assert cli("convert", tmp_path / "blind.pth", tmp_path / "out", "--overwrite") == 0
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+    navzoo.load(tmp_path / "out")
+    (tmp_path / "back.pth").write_bytes(b"older file")
+    with pytest.raises(NavzooError, match="it is a file"):
+        cli("convert", tmp_path / "out", tmp_path / "back.pth")
+    assert (tmp_path / "back.pth").read_bytes() == b"older file"
+
+
 def test_only_habitat_architectures_export_to_habitat(tmp_path):
     policy = navzoo.create_model("bps-se-resnet9")
     with pytest.raises(NavzooError, match="no habitat-baselines counterpart"):

@@ -532,3 +532,21 @@ def test_resume_with_another_architecture_names_what_changed(tmp_path):
     _, err = _run([*resume, "--resume"], tmp_path, expect_rc=2)
     assert "another architecture" in err and "policy.hidden_size: 32 -> 64" in err, err
     assert "Traceback" not in err, err
+
+
+# --- 8. nothing is overwritten silently -----------------------------------------------------------------
+def test_a_folder_holding_a_model_is_not_overwritten_without_overwrite(tmp_path):
+    model = tmp_path / "model"
+    navzoo.hub.weights.save_pretrained(navzoo.create_model("pointnav-blind", hidden_size=32), model)
+    (model / "notes.txt").write_text("mine")
+    weights = (model / "model.safetensors").read_bytes()
+    args = [PRESET, *TINY, f"total_frames={FRAMES_PER_UPDATE}", "--run-dir", str(model)]
+    _, err = _run(_cli(*args), tmp_path, expect_rc=2)
+    assert "holds a model" in err and "--overwrite" in err and "Traceback" not in err, err
+    assert (model / "model.safetensors").read_bytes() == weights
+    assert sorted(p.name for p in model.iterdir()) == ["config.json", "model.safetensors", "notes.txt"]
+
+    _run(_cli(*args, "--overwrite"), tmp_path)
+    assert (model / "model.safetensors").read_bytes() != weights and (
+        model / "notes.txt"
+    ).read_text() == "mine"

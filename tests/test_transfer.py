@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import save_file
-from test_train_distributed import _env, _run, _torchrun
+from test_train_distributed import _env, _finish, _run, _start, _torchrun
 
 import navzoo
 from navzoo.errors import ConfigError
@@ -328,6 +329,27 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
     out, _ = _run([*cli, "--resume", "--run-dir", str(tmp_path / "nowhere")], tmp_path, expect_rc=2)
     _, err = _run([*cli, "--task", "flee", "--setting", "best", "--from", BASE], tmp_path, expect_rc=2)
     assert "setting" in err and "pointgoal-finetune" in err
+
+    # A run that fails before training writes nothing, so the same command works once the cause is fixed.
+    failed = tmp_path / "failed"
+    imagenet = [
+        *cli,
+        "--task",
+        "flee",
+        "--setting",
+        "imagenet-encoder",
+        "--from",
+        BASE,
+        "--run-dir",
+        str(failed),
+    ]
+    _, err = _finish(_start(imagenet, tmp_path, HF_HUB_OFFLINE="1"), 120, expect_rc=2)
+    assert "--imagenet-weights" in err and not failed.exists()
+    # A folder with a model in it is not trained over unless --overwrite says so.
+    model = shutil.copytree(navzoo.zoo.model_entry(BASE).packaged, tmp_path / "a-model")
+    _, err = _run([*cli, *common[:-1], str(model), "--frames", str(FRAMES), *TINY], tmp_path, expect_rc=2)
+    assert "holds a model" in err and "--overwrite" in err
+    assert sorted(p.name for p in model.iterdir()) == ["config.json", "model.safetensors"]
 
 
 def test_sweep_writes_curves_results_and_the_plot(base, tmp_path, monkeypatch):

@@ -32,6 +32,12 @@ def register(subparsers) -> None:
         action="store_true",
         help="continue from the newest checkpoint in --run-dir (with its saved config unless one is given)",
     )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start in a --run-dir that already holds files, e.g. a model folder (ones of the same names are "
+        "replaced, nothing else is deleted)",
+    )
     parser.set_defaults(run=_run)
 
 
@@ -64,7 +70,7 @@ def _run(args) -> int:
     main_worker = os.environ.get("RANK", "0") == "0"
     if main_worker:
         print(f"navzoo train: {config_summary(config)} -> {run_dir}")
-    result = train(config, run_dir, resume=args.resume)
+    result = train(config, run_dir, resume=args.resume, overwrite=args.overwrite)
     if not main_worker:
         return 0
     if result.stopped_by:

@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 import yaml
 
+from navzoo.destination import check_destination
 from navzoo.errors import ConfigError
 from navzoo.evaluation import TASK_METRICS
 from navzoo.hub.weights import save_pretrained
@@ -70,6 +71,7 @@ class PolicySpec:
     build: Callable[[], ActorCritic]
     source: str  # the command that trains it, recorded in the exported model's provenance
     provenance: dict[str, Any] = field(default_factory=dict)  # added to the exported model's provenance
+    files: dict[str, str] = field(default_factory=dict)  # name -> text, written into a new run folder
 
 
 @dataclass
@@ -82,14 +84,22 @@ class TrainResult:
 
 
 def train(
-    config: TrainConfig, run_dir: str | Path, resume: bool = False, spec: PolicySpec | None = None
+    config: TrainConfig,
+    run_dir: str | Path,
+    resume: bool = False,
+    spec: PolicySpec | None = None,
+    overwrite: bool = False,
 ) -> TrainResult:
-    """Train in this process; under torchrun every worker calls this with the same arguments."""
+    """Train in this process; under torchrun every worker calls this with the same arguments.
+
+    A new run needs a new or empty `run_dir`, or `overwrite=True` to write into one that holds files
+    (nothing of them is deleted); a folder with checkpoints is continued with `resume=True`.
+    """
     if spec is None and config.model is None:
         raise ConfigError("model", None, "a zoo architecture (only navzoo finetune builds its own policy)")
     workers = init_workers(config.distributed, config.device)
     try:
-        return Trainer(config, Path(run_dir), workers, spec).run(resume or restart_count() > 0)
+        return Trainer(config, Path(run_dir), workers, spec).run(resume or restart_count() > 0, overwrite)
     finally:
         close_workers()
 
@@ -132,18 +142,26 @@ class Trainer:
         self.stop_reason: str | None = None  # set on every worker at once, from the all-reduced flag
 
     # --- the loop ----------------------------------------------------------------------------------
-    def run(self, resume: bool) -> TrainResult:
+    def run(self, resume: bool, overwrite: bool = False) -> TrainResult:
         cfg, workers = self.config, self.workers
-        if ckpt.latest_checkpoint(self.run_dir) is not None and not resume:
-            raise ConfigError(
-                "run_dir", str(self.run_dir), "a new folder, or pass --resume to continue the run saved there"
-            )
+        if not resume:
+            if ckpt.latest_checkpoint(self.run_dir) is not None:
+                raise ConfigError(
+                    "run_dir",
+                    str(self.run_dir),
+                    "a new folder, or pass --resume to continue the run saved there",
+                )
+            check_destination(self.run_dir, overwrite=overwrite)
         loaded = ckpt.load_latest(self.run_dir) if resume else None
         found = loaded[0] if loaded else None
+        dist.barrier()  # every worker has looked at the folder before the main worker writes to it
         if workers.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             if found is None:
-                (self.run_dir / CONFIG_FILE).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+                files = {CONFIG_FILE: yaml.safe_dump(cfg.to_dict(), sort_keys=False)}
+                files.update(self.spec.files if self.spec is not None else {})
+                for name, text in files.items():
+                    (self.run_dir / name).write_text(text)
             else:
                 ckpt.remove_stale_temporaries(self.run_dir)
                 for reason in loaded[2]:

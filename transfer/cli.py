@@ -44,6 +44,11 @@ def register(subparsers) -> None:
         help="run folder (default runs/finetune/TASK-SETTING); with --setting all, the sweep's folder",
     )
     parser.add_argument("--resume", action="store_true", help="continue the run saved in --run-dir")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start in a --run-dir that already holds files (ones of the same names are replaced)",
+    )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="training config, e.g. ppo.lr=1e-4")
     group = parser.add_argument_group("settings' options")
     group.add_argument(
@@ -86,7 +91,7 @@ def _run(args) -> int:
     )
     run_dir = Path(args.run_dir or f"runs/finetune/{transfer.task}-{transfer.setting}")
     config = transfer_train_config(load_base(transfer.base), transfer.task, frames, args.overrides)
-    return _train(transfer, config, run_dir, resume=False)
+    return _train(transfer, config, run_dir, resume=False, overwrite=args.overwrite)
 
 
 def _options(args) -> dict:
@@ -129,7 +134,7 @@ def _resume(args) -> int:
     return _train(transfer, config, Path(args.run_dir), resume=True)
 
 
-def _train(transfer, config, run_dir: Path, resume: bool) -> int:
+def _train(transfer, config, run_dir: Path, resume: bool, overwrite: bool = False) -> int:
     from navzoo.transfer.finetune import finetune
 
     main_worker = os.environ.get("RANK", "0") == "0"
@@ -139,7 +144,7 @@ def _train(transfer, config, run_dir: Path, resume: bool) -> int:
             f"{config.sim.num_envs} envs x {config.ppo.num_steps} steps per worker, "
             f"{config.total_frames:,} frames -> {run_dir}"
         )
-    result = finetune(transfer, config, run_dir, resume=resume)
+    result = finetune(transfer, config, run_dir, resume=resume, overwrite=overwrite)
     if main_worker:
         if result.stopped_by:
             print(f"stopped by {result.stopped_by} at {result.frames:,} frames; continue with --resume")

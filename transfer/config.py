@@ -57,8 +57,9 @@ class TransferConfig:
         data["dummy_goal"] = list(self.dummy_goal)
         return data
 
-    def save(self, run_dir: Path) -> None:
-        (run_dir / TRANSFER_FILE).write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
+    def file_text(self) -> str:
+        """The text of transfer.yaml."""
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
     @classmethod
     def load(cls, run_dir: Path) -> TransferConfig:

@@ -3,7 +3,6 @@ trainer (one process, or many under torchrun), with its checkpoints, resume, log
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
@@ -14,7 +13,7 @@ from navzoo.train import checkpoint as ckpt
 from navzoo.train.config import TrainConfig
 from navzoo.train.distributed import restart_count
 from navzoo.train.trainer import CONFIG_FILE, PolicySpec, TrainResult, train
-from navzoo.transfer.config import TransferConfig
+from navzoo.transfer.config import TRANSFER_FILE, TransferConfig
 from navzoo.transfer.settings import build_setting, check_base
 
 SOURCE = "navzoo finetune"
@@ -36,7 +35,7 @@ def policy_spec(transfer: TransferConfig) -> PolicySpec:
         record["transfer"].update(found)  # e.g. where the ImageNet weights came from
         return policy
 
-    return PolicySpec(build, SOURCE, provenance=record)
+    return PolicySpec(build, SOURCE, provenance=record, files={TRANSFER_FILE: transfer.file_text()})
 
 
 def provenance(transfer: TransferConfig) -> dict:
@@ -49,22 +48,20 @@ def provenance(transfer: TransferConfig) -> dict:
 
 
 def finetune(
-    transfer: TransferConfig, config: TrainConfig, run_dir: str | Path, resume: bool = False
+    transfer: TransferConfig,
+    config: TrainConfig,
+    run_dir: str | Path,
+    resume: bool = False,
+    overwrite: bool = False,
 ) -> TrainResult:
-    """Train the setting in `run_dir`: transfer.yaml and train_config.yaml, then the trainer's files."""
+    """Train the setting in `run_dir`: transfer.yaml and train_config.yaml, then the trainer's files.
+    `run_dir` must be new or empty unless `overwrite` (or `resume`) is set, as for `navzoo train`."""
     run_dir = Path(run_dir)
     if config.sim.task != transfer.task:
         raise ConfigError("sim.task", config.sim.task, f"{transfer.task!r}, the task of the transfer")
     # torchrun restarts workers with the original command, so a restart resumes as `navzoo train` does.
     resume = resume or restart_count() > 0
-    if not resume and ckpt.latest_checkpoint(run_dir) is not None:
-        raise ConfigError(
-            "run_dir", str(run_dir), "a new folder, or pass --resume to continue the run saved there"
-        )
-    if os.environ.get("RANK", "0") == "0":
-        run_dir.mkdir(parents=True, exist_ok=True)
-        transfer.save(run_dir)
-    return train(config, run_dir, resume=resume, spec=policy_spec(transfer))
+    return train(config, run_dir, resume=resume, spec=policy_spec(transfer), overwrite=overwrite)
 
 
 def load_run(run_dir: str | Path) -> tuple[TransferConfig, TrainConfig]:
