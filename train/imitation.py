@@ -1,7 +1,8 @@
 """Imitation of the simulator's shortest-path oracle, DAgger-style (Ross et al. 2011), inside the trainer.
 
-The embedded simulator knows every scene's distance field, so its oracle (navzoo.baselines.OracleAgent,
-SPL 0.998) can label every step of every rollout with the action it would take there. The learner drives;
+The embedded simulator knows every scene's distance field, so a shortest-path oracle
+(navzoo.train.teacher.StraightLineOracle, SPL 0.99) can label every step of every rollout with the action
+it would take there. The learner drives;
 a random share of the steps is driven by the oracle instead (DAgger's mixture policy), and that share
 decays over training. The update clones the labels over the rollout's whole sequences, several epochs of
 mini-batches like PPO's, through the same recurrent masking and DistributedDataParallel all-reduce. The
@@ -18,12 +19,12 @@ from dataclasses import dataclass
 
 import torch
 
-from navzoo.baselines import OracleAgent
 from navzoo.models.policy import ActorCritic
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.train.config import ImitationConfig, PPOConfig
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
+from navzoo.train.teacher import StraightLineOracle
 
 
 @dataclass
@@ -93,7 +94,7 @@ class OracleTeacher:
     drives. Draws come from torch's global generator, which the trainer seeds and checkpoints."""
 
     def __init__(self, sim: BatchSim, config: ImitationConfig):
-        self.oracle = OracleAgent(sim)
+        self.oracle = StraightLineOracle(sim)
         self.config = config
 
     def share(self, frames: int) -> float:
