@@ -152,8 +152,7 @@ class Trainer:
                     "a new folder, or pass --resume to continue the run saved there",
                 )
             check_destination(self.run_dir, overwrite=overwrite)
-        loaded = ckpt.load_latest(self.run_dir) if resume else None
-        found = loaded[0] if loaded else None
+        found, state, skipped = (resume and ckpt.load_latest(self.run_dir)) or (None, None, [])
         dist.barrier()  # every worker has looked at the folder before the main worker writes to it
         if workers.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -164,7 +163,7 @@ class Trainer:
                     (self.run_dir / name).write_text(text)
             else:
                 ckpt.remove_stale_temporaries(self.run_dir)
-                for reason in loaded[2]:
+                for reason in skipped:
                     print(f"skipped a damaged checkpoint: {reason}; resuming from {found.name}", flush=True)
         dist.barrier()
         observations = self._observe(self.sim.reset())
@@ -172,7 +171,7 @@ class Trainer:
             cfg.ppo.num_steps, observations, self.policy.initial_state(self.sim.num_envs)
         )
         if found is not None:
-            self._restore(loaded[1], storage, found)
+            self._restore(state, storage, found)
         logger = TrainLogger(
             self.run_dir, cfg.total_frames, self.frames, enabled=workers.is_main, resumed=found is not None
         )
