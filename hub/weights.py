@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from navzoo.errors import ConfigError, WeightsFormatError
@@ -24,6 +24,7 @@ CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 FORMAT = "navzoo-policy"
 FORMAT_VERSION = 1
+MAX_CONFIG_BYTES = 1 << 20  # navzoo writes a few KB; anything this large is not a config
 
 
 def save_pretrained(
@@ -80,21 +81,32 @@ def read_config(folder: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
     hint = "a navzoo model folder holds config.json and model.safetensors (write one with `navzoo convert`)"
     if not path.is_file():
         raise WeightsFormatError(f"{path} does not exist: {hint}")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise WeightsFormatError(f"{path} is {path.stat().st_size:,} bytes, too large for a config: {hint}")
     try:
         data = json.loads(path.read_text())
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)
         raise WeightsFormatError(
-            f"{path} is not valid JSON ({err}); re-download or re-convert the model"
+            f"{path} is not valid JSON ({reason}); re-download or re-convert the model"
         ) from None
     if not isinstance(data, dict) or data.get("format") != FORMAT or "architecture" not in data:
         raise WeightsFormatError(
             f"{path} is not a navzoo config (no format={FORMAT!r} with an architecture): {hint}"
         )
-    if data.get("format_version", 0) > FORMAT_VERSION:
+    version = data.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise WeightsFormatError(f"{path} has format_version {version!r}; it must be an integer: {hint}")
+    if version > FORMAT_VERSION:
         raise WeightsFormatError(
-            f"{path} has format_version {data['format_version']}, newer than this navzoo reads "
-            f"({FORMAT_VERSION}); upgrade navzoo"
+            f"{path} has format_version {version}, newer than this navzoo reads ({FORMAT_VERSION}); "
+            "upgrade navzoo"
         )
+    for key in ("name", "task"):
+        if not isinstance(data.get(key, ""), str | None):
+            raise WeightsFormatError(f"{path}: {key} must be a string; got {data[key]!r}")
+    if not isinstance(data.get("provenance"), dict | None):
+        raise WeightsFormatError(f"{path}: provenance must be a JSON object or null")
     try:
         return config_from_dict(data["architecture"]), data
     except ConfigError as err:
@@ -113,28 +125,23 @@ def read_weights(path: str | Path) -> dict[str, torch.Tensor]:
         ) from None
 
 
+def read_header(path: str | Path) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor of a safetensors file, from its header alone (no data is read)."""
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsFormatError(f"{path} does not exist; a navzoo model folder needs it next to config.json")
+    try:
+        with safe_open(path, framework="pt") as file:
+            return {name: tuple(file.get_slice(name).get_shape()) for name in file.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError, ValueError) as err:
+        raise WeightsFormatError(
+            f"{path} is corrupt or truncated ({err}); delete it and download or convert the model again"
+        ) from None
+
+
 def check_state_dict(policy: ActorCritic, tensors: dict[str, torch.Tensor], source: str) -> None:
     """Raise WeightsFormatError unless `tensors` has exactly the policy's names and shapes, all finite."""
-    expected = policy.state_dict()
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    shapes = [
-        f"{k}: {tuple(tensors[k].shape)} in the file, {tuple(v.shape)} in the model"
-        for k, v in expected.items()
-        if k in tensors and tensors[k].shape != v.shape
-    ]
-    if missing or unexpected or shapes:
-        problems = [
-            f"{label} ({len(items)}): {', '.join(items[:4])}{', ...' if len(items) > 4 else ''}"
-            for label, items in (("missing", missing), ("unexpected", unexpected), ("wrong shape", shapes))
-            if items
-        ]
-        raise WeightsFormatError(
-            f"{source} does not match the architecture {policy.config.backbone or 'blind'!r} "
-            f"(hidden {policy.config.hidden_size}, sensors {', '.join(policy.config.sensors)}): "
-            + "; ".join(problems)
-            + ". The config and the weights disagree: fix the config or convert the checkpoint again."
-        )
+    check_shapes(policy, {k: tuple(v.shape) for k, v in tensors.items()}, source)
     broken = [k for k, v in tensors.items() if v.is_floating_point() and not torch.isfinite(v).all()]
     if broken:
         raise WeightsFormatError(
@@ -144,15 +151,48 @@ def check_state_dict(policy: ActorCritic, tensors: dict[str, torch.Tensor], sour
         )
 
 
+def check_shapes(policy: ActorCritic, shapes: dict[str, tuple[int, ...]], source: str) -> None:
+    """Raise WeightsFormatError unless `shapes` names exactly the policy's tensors with their shapes."""
+    expected = {k: tuple(v.shape) for k, v in policy.state_dict().items()}
+    missing = sorted(set(expected) - set(shapes))
+    unexpected = sorted(set(shapes) - set(expected))
+    wrong = [
+        f"{k}: {shapes[k]} in the file, {shape} in the model"
+        for k, shape in expected.items()
+        if k in shapes and shapes[k] != shape
+    ]
+    if missing or unexpected or wrong:
+        problems = [
+            f"{label} ({len(items)}): {', '.join(items[:4])}{', ...' if len(items) > 4 else ''}"
+            for label, items in (("missing", missing), ("unexpected", unexpected), ("wrong shape", wrong))
+            if items
+        ]
+        raise WeightsFormatError(
+            f"{source} does not match the architecture {policy.config.backbone or 'blind'!r} "
+            f"(hidden {policy.config.hidden_size}, sensors {', '.join(policy.config.sensors)}): "
+            + "; ".join(problems)
+            + ". The config and the weights disagree: fix the config or convert the checkpoint again."
+        )
+
+
 def load_pretrained(folder: str | Path, *, device: str | torch.device = "cpu") -> ActorCritic:
-    """Build the policy described by `folder`/config.json and load `folder`/model.safetensors strictly."""
+    """Build the policy described by `folder`/config.json and load `folder`/model.safetensors strictly.
+
+    The architecture is first built on the meta device (shapes, no memory) and compared with the shapes in
+    the safetensors header, so a config that disagrees with its weights is refused before anything is
+    allocated.
+    """
     folder = Path(folder)
     config, meta = read_config(folder)
+    weights = folder / WEIGHTS_NAME
     # Weights come from the file, so there is no point fetching timm's ImageNet weights first.
-    policy = build_policy(_without_download(config))
+    buildable = _without_download(config)
+    with torch.device("meta"):
+        check_shapes(build_policy(buildable), read_header(weights), str(weights))
+    policy = build_policy(buildable)
     policy.config = config
-    tensors = read_weights(folder / WEIGHTS_NAME)
-    check_state_dict(policy, tensors, str(folder / WEIGHTS_NAME))
+    tensors = read_weights(weights)
+    check_state_dict(policy, tensors, str(weights))
     policy.load_state_dict(tensors, strict=True)
     policy.name, policy.provenance = meta.get("name"), meta.get("provenance")
     policy.task = meta.get("task", "pointnav")  # configs written before transfer existed are PointGoal

@@ -1,6 +1,12 @@
 """Exceptions a user can cause. Every message says what was wrong and what to do about it."""
 
+import reprlib
 from collections.abc import Iterable
+
+# A value quoted in a message is cut short: a fuzzed or hostile config may hold megabytes.
+_quote = reprlib.Repr()
+_quote.maxstring = _quote.maxother = 80
+_quote.maxlevel = 3
 
 
 class NavzooError(Exception):
@@ -14,7 +20,7 @@ class ConfigError(NavzooError, ValueError):
         if not isinstance(allowed, str):
             allowed = "one of " + ", ".join(repr(a) for a in allowed)
         self.field, self.value, self.allowed = field, value, allowed
-        super().__init__(f"invalid {field}={value!r}: allowed values are {allowed}")
+        super().__init__(f"invalid {field}={_quote.repr(value)}: allowed values are {allowed}")
 
 
 class EpisodeError(NavzooError, ValueError):

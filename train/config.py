@@ -14,7 +14,6 @@ Overrides use dotted names, values parsed as YAML: `ppo.lr=1e-4 sim.num_envs=32 
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -26,6 +25,7 @@ import yaml
 from navzoo.errors import ConfigError
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
 from navzoo.sim.config import SimConfig
+from navzoo.typed_config import check_field_types
 
 ALGORITHMS = ("ppo", "dagger")
 OPTIMIZERS = ("adam", "lamb")
@@ -61,6 +61,9 @@ class PPOConfig:
     vtrace_clip_rho: float = 1.0
     vtrace_clip_c: float = 1.0
 
+    def __post_init__(self):
+        check_field_types(self, "ppo.")
+
     def validate(self) -> None:
         for name in ("num_steps", "ppo_epoch", "num_mini_batch", "reference_batch"):
             _positive_int(f"ppo.{name}", getattr(self, name))
@@ -92,6 +95,9 @@ class ImitationConfig:
     # turns that matter are otherwise drowned by runs of move_forward (Wijmans et al. 2019). 1 turns it off.
     inflection_weight: float = 1.0
 
+    def __post_init__(self):
+        check_field_types(self, "imitation.")
+
     def validate(self) -> None:
         for name in ("oracle_share_start", "oracle_share_end"):
             if not 0 <= getattr(self, name) <= 1:
@@ -108,6 +114,9 @@ class DistributedConfig:
     sync_frac: float = 0.6
     backend: str = "auto"  # gloo on CPU, nccl on CUDA
     timeout_s: float = 600.0
+
+    def __post_init__(self):
+        check_field_types(self, "distributed.")
 
     def validate(self) -> None:
         if not 0 < self.sync_frac <= 1:
@@ -137,6 +146,9 @@ class TrainConfig:
     # Simulator fields that differ on some workers, e.g. {1: {scene_families: [office-l]}}.
     rank_sim_overrides: dict[int, dict[str, Any]] = field(default_factory=dict)
 
+    def __post_init__(self):
+        check_field_types(self)
+
     def validate(self) -> None:
         self.ppo.validate()
         self.imitation.validate()
@@ -157,12 +169,10 @@ class TrainConfig:
         _positive_int("total_frames", self.total_frames)
         for name in ("checkpoint_every", "keep_checkpoints", "log_every"):
             _positive_int(name, getattr(self, name))
-        if not isinstance(self.torch_threads, int) or self.torch_threads < 0:
+        if self.torch_threads < 0:
             raise ConfigError("torch_threads", self.torch_threads, "0 (automatic) or a positive integer")
         _one_of("device", self.device.split(":")[0], ("auto", "cpu", "cuda"))
-        for rank, overrides in self.rank_sim_overrides.items():
-            if not isinstance(rank, int) or not isinstance(overrides, dict):
-                raise ConfigError("rank_sim_overrides", {rank: overrides}, "{rank: {SimConfig field: value}}")
+        for rank in self.rank_sim_overrides:
             self.sim_for_rank(rank)
         if self.model is not None:
             self.policy_config()
@@ -186,6 +196,8 @@ class TrainConfig:
         changes.update(self.policy)
         try:
             return base.replace(**changes)
+        except ConfigError as err:
+            raise ConfigError(f"policy.{err.field}", err.value, err.allowed) from None
         except TypeError:
             names = ", ".join(f.name for f in dataclasses.fields(PolicyConfig))
             raise ConfigError("policy", sorted(self.policy), f"PolicyConfig fields: {names}") from None
@@ -214,8 +226,8 @@ class TrainConfig:
         data = dict(data)
         _check_keys("config", data, cls)
         if "sim" in data:
-            sim = dict(data["sim"])
-            sim.setdefault("split", "train")
+            _check_keys("sim", data["sim"], SimConfig)
+            sim = {"split": "train", **data["sim"]}
             try:
                 data["sim"] = SimConfig.from_dict(sim)
             except ConfigError as err:
@@ -228,9 +240,6 @@ class TrainConfig:
             if name in data:
                 _check_keys(name, data[name], kind)
                 data[name] = kind(**data[name])
-        if "total_frames" in data and isinstance(data["total_frames"], float):
-            data["total_frames"] = int(data["total_frames"])  # YAML reads 1e7 as a float
-        data["rank_sim_overrides"] = {int(k): v for k, v in (data.get("rank_sim_overrides") or {}).items()}
         config = cls(**data)
         config.validate()
         return config
@@ -306,18 +315,13 @@ def _check_keys(block: str, data: Any, kind: type) -> None:
         raise ConfigError(prefix + unknown[0], data[unknown[0]], "fields: " + ", ".join(sorted(known)))
 
 
-def _positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+def _positive_int(name: str, value: int) -> None:
+    if value < 1:
         raise ConfigError(name, value, "a positive integer")
 
 
-def _positive(name: str, value: Any) -> None:
-    if (
-        not isinstance(value, int | float)
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+def _positive(name: str, value: float) -> None:
+    if value <= 0:
         raise ConfigError(name, value, "a positive number")
 
 

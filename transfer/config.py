@@ -20,6 +20,7 @@ from navzoo.errors import ConfigError
 from navzoo.models import PointNavPolicy
 from navzoo.train.config import TrainConfig, apply_override
 from navzoo.transfer.settings import SETTINGS
+from navzoo.typed_config import check_field_types
 
 TRANSFER_FILE = "transfer.yaml"
 TASKS = ("flee", "explore")
@@ -37,7 +38,7 @@ class TransferConfig:
     planner_layers: int = 2
 
     def __post_init__(self):
-        object.__setattr__(self, "dummy_goal", tuple(self.dummy_goal))
+        check_field_types(self)
         # A folder is kept as an absolute path: a resume may start elsewhere, and a Hub card must not
         # mistake "runs/rgb" for the repository "runs/rgb".
         if Path(self.base).is_dir():

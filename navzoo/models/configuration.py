@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from navzoo.errors import ConfigError
+from navzoo.typed_config import check_field_types
 
 GOAL_SENSOR = "pointgoal_with_gps_compass"
 # Visual sensors in the order their channels are concatenated. habitat-baselines builds the encoder's
@@ -21,6 +22,10 @@ HABITAT_BACKBONES = ("resnet18", "resnet50", "resneXt50", "se_resnet50", "se_res
 BPS_BACKBONES = ("se_resnet9",)
 TIMM_PREFIX = "timm:"
 RNN_TYPES = ("LSTM", "GRU")
+# Upper bounds on the sizes that decide memory, so a typo (or a hostile config.json) is refused before a
+# model of terabytes is built. Each is far past any published navigation policy.
+MAX_SIZES = {"hidden_size": 16384, "num_recurrent_layers": 16, "num_actions": 64, "base_planes": 1024}
+MAX_RESOLUTION = 4096
 
 
 def backbone_family(backbone: str | None) -> str:
@@ -67,10 +72,7 @@ class PolicyConfig:
     dummy_goal: tuple[float, float] | None = None
 
     def __post_init__(self):
-        # Accept lists from JSON and store tuples so configs compare equal and stay hashable.
-        for name in ("sensors", "resolution", "dummy_goal"):
-            if getattr(self, name) is not None:
-                object.__setattr__(self, name, tuple(getattr(self, name)))
+        check_field_types(self)
         family = backbone_family(self.backbone)
         if self.base_planes is None:
             object.__setattr__(self, "base_planes", 64 if family == "bps" else 32)
@@ -130,32 +132,22 @@ class PolicyConfig:
             )
         if not self.visual_sensors and not self.has_goal_embedding:
             raise ConfigError("sensors", self.sensors, f"a visual sensor or {GOAL_SENSOR} (or a dummy_goal)")
-        if self.dummy_goal is not None:
-            if self.has_goal:
-                raise ConfigError(
-                    "dummy_goal", self.dummy_goal, f"None when {GOAL_SENSOR} is among the sensors"
-                )
-            if len(self.dummy_goal) != 2 or not all(
-                isinstance(v, int | float) and math.isfinite(v) for v in self.dummy_goal
-            ):
-                raise ConfigError("dummy_goal", self.dummy_goal, "(rho, phi): two finite numbers")
+        if self.dummy_goal is not None and self.has_goal:
+            raise ConfigError("dummy_goal", self.dummy_goal, f"None when {GOAL_SENSOR} is among the sensors")
         if self.is_blind:
             if self.resolution is not None:
                 raise ConfigError("resolution", self.resolution, "None for the blind agent")
-        elif not (
-            self.resolution is not None
-            and len(self.resolution) == 2
-            and all(isinstance(v, int) and v >= 2 for v in self.resolution)
-        ):
-            raise ConfigError("resolution", self.resolution, "(height, width), integers >= 2")
+        elif self.resolution is None or not all(2 <= v <= MAX_RESOLUTION for v in self.resolution):
+            raise ConfigError(
+                "resolution", self.resolution, f"(height, width), integers in 2 .. {MAX_RESOLUTION}"
+            )
         if self.family == "bps" and any(v % 4 for v in self.encoder_resolution):
             raise ConfigError(
                 "resolution", self.resolution, "a size the SpaceToDepth stem can split into 4x4 blocks"
             )
-        for name in ("hidden_size", "num_recurrent_layers", "num_actions", "base_planes"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(name, value, "a positive integer")
+        for name, most in MAX_SIZES.items():
+            if not 1 <= getattr(self, name) <= most:
+                raise ConfigError(name, getattr(self, name), f"an integer in 1 .. {most}")
         if self.family == "habitat" and self.base_planes % 2:
             raise ConfigError(
                 "base_planes", self.base_planes, "an even number (GroupNorm uses base_planes // 2)"

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from navzoo.errors import ConfigError
-from navzoo.models.configuration import RNN_TYPES, PolicyConfig
+from navzoo.models.configuration import MAX_SIZES, RNN_TYPES, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
 from navzoo.models.policy import (
     VISUAL_FEATURES_KEY,
@@ -33,6 +33,7 @@ from navzoo.models.policy import (
     PolicyOutput,
 )
 from navzoo.models.state_encoder import RNNStateEncoder
+from navzoo.typed_config import check_field_types
 
 ARCHITECTURE_TYPE = "neural-controller"
 MAGNITUDE_OFFSET = 0.75  # appendix G: ELU(m) + 0.75, so the goal is never much behind the agent
@@ -50,6 +51,7 @@ class NeuralControllerConfig:
     def __post_init__(self):
         if isinstance(self.controller, dict):
             object.__setattr__(self, "controller", PolicyConfig.from_dict(self.controller))
+        check_field_types(self, "planner ")
         self.validate()
 
     def validate(self) -> None:
@@ -62,9 +64,10 @@ class NeuralControllerConfig:
                 "(the planner shares the encoder and steers through the goal)",
             )
         for name in ("hidden_size", "num_recurrent_layers"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(f"planner {name}", value, "a positive integer")
+            if not 1 <= getattr(self, name) <= MAX_SIZES[name]:
+                raise ConfigError(
+                    f"planner {name}", getattr(self, name), f"an integer in 1 .. {MAX_SIZES[name]}"
+                )
         if self.rnn_type not in RNN_TYPES:
             raise ConfigError("planner rnn_type", self.rnn_type, RNN_TYPES)
 

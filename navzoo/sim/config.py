@@ -5,11 +5,16 @@ from dataclasses import dataclass, fields, replace
 import torch
 
 from navzoo.errors import ConfigError
+from navzoo.typed_config import check_field_types
 
 TASKS = ("pointnav", "flee", "explore")
 SPLITS = ("train", "val", "test")
 SENSORS = ("depth", "rgb")
 SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")
+# Upper bounds that catch a typo before it allocates: 4096 px is past any camera navzoo trains with, and
+# a million environments is far past what one machine steps.
+MAX_RESOLUTION = 4096
+MAX_NUM_ENVS = 1 << 20
 
 # Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
@@ -50,22 +55,22 @@ class SimConfig:
     seed: int = 0
 
     def __post_init__(self):
-        # Accept lists from YAML / CLI and store tuples so configs stay hashable.
-        for name in ("sensors", "resolution", "scene_families"):
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+        check_field_types(self)
         self.validate()
 
     def validate(self) -> None:
         _one_of("task", self.task, TASKS)
         _one_of("split", self.split, SPLITS)
-        if not isinstance(self.num_envs, int) or self.num_envs < 1:
-            raise ConfigError("num_envs", self.num_envs, "a positive integer")
+        if not 1 <= self.num_envs <= MAX_NUM_ENVS:
+            raise ConfigError("num_envs", self.num_envs, f"an integer in 1 .. {MAX_NUM_ENVS}")
         for sensor in self.sensors:
             _one_of("sensors", sensor, SENSORS)
         if len(set(self.sensors)) != len(self.sensors):
             raise ConfigError("sensors", self.sensors, "distinct names from " + ", ".join(SENSORS))
-        if len(self.resolution) != 2 or any(not isinstance(r, int) or r < 1 for r in self.resolution):
-            raise ConfigError("resolution", self.resolution, "(height, width) of positive integers")
+        if any(not 1 <= r <= MAX_RESOLUTION for r in self.resolution):
+            raise ConfigError(
+                "resolution", self.resolution, f"(height, width), integers in 1 .. {MAX_RESOLUTION}"
+            )
         if not 0 < self.hfov < 180:
             raise ConfigError("hfov", self.hfov, "degrees in (0, 180)")
         if not 0 < self.sensor_height < 2.5:
@@ -82,9 +87,8 @@ class SimConfig:
             if getattr(self, name) <= 0:
                 raise ConfigError(name, getattr(self, name), "a positive number")
         for name in ("max_episode_steps", "scenes_in_memory", "episodes_per_scene"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ConfigError(name, value, "a positive integer")
+            if getattr(self, name) < 1:
+                raise ConfigError(name, getattr(self, name), "a positive integer")
         if not self.scene_families:
             raise ConfigError(
                 "scene_families", self.scene_families, "a non-empty tuple of " + str(SCENE_FAMILIES)
@@ -102,6 +106,8 @@ class SimConfig:
 
     @classmethod
     def from_dict(cls, values: dict) -> "SimConfig":
+        if not isinstance(values, dict):
+            raise ConfigError("sim", values, "a mapping of SimConfig fields")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
