@@ -10,6 +10,7 @@ import math
 import torch
 
 from navzoo.errors import ConfigError
+from navzoo.evaluation import keyed_uniform
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 
@@ -23,6 +24,7 @@ class BaselineAgent:
 
     def __init__(self, sim: BatchSim, seed: int = 0):
         self.sim = sim
+        self.seed = seed
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
 
     def act(self, obs: dict[str, torch.Tensor], first: torch.Tensor) -> torch.Tensor:
@@ -36,11 +38,20 @@ class BaselineAgent:
 
 
 class RandomAgent(BaselineAgent):
+    """Moves forward, left or right with equal probability. Under `evaluate` each draw is keyed on the seed,
+    the episode and the step (`keys`, see navzoo.evaluation), so an episode's moves do not depend on which
+    environment runs it; without keys the draws come from the agent's generator."""
+
     name = "random"
 
-    def act(self, obs, first):
-        moves = torch.randint(MOVE_FORWARD, TURN_RIGHT + 1, (self.sim.num_envs,), generator=self.generator)
-        return torch.where(self._goal_reached(obs).cpu(), STOP, moves).to(self.sim.device)
+    def act(self, obs, first, keys=None):
+        if keys is None:
+            uniform = torch.rand(self.sim.num_envs, generator=self.generator, dtype=torch.float64)
+        else:
+            uniform = keyed_uniform(self.seed, keys)
+        # forward, left or right: each a third of [0, 1)
+        moves = MOVE_FORWARD + (uniform.to(self.sim.device) * 3).long()
+        return torch.where(self._goal_reached(obs), STOP, moves)
 
 
 class ForwardOnlyAgent(BaselineAgent):

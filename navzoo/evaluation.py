@@ -2,12 +2,19 @@
 Success and SPL for PointGoal, D_T (`flee_distance`) for Flee, the count of visited 1 m cells for Explore.
 
 An agent is anything with ``act(obs, first) -> actions``; ``first`` marks environments whose episode has
-just begun (for recurrent agents to clear their state). An agent may also set ``last_value`` [N] (its value
-estimate of the observations it just acted on) and ``last_action_probs`` [N, A]; they are recorded per step
-next to the poses, actions and rewards (see navzoo.policy_agent). Episodes 0..E-1 of the split are each
-counted once, whichever environment ran them.
+just begun (for recurrent agents to clear their state). An agent that samples its actions may take a third
+argument, ``keys`` [N, 2]: the (episode key, step within the episode) of each environment, where the
+episode key is a hash of the episode's scene_id and episode_id. It then draws its randomness from
+`keyed_uniform` of those keys, so every episode gets the same draws whichever environment runs it, however
+many there are, and wherever the episode stands in its list (the demo replays one episode alone).
+
+An agent may also set ``last_value`` [N] (its value estimate of the observations it just acted on) and
+``last_action_probs`` [N, A]; they are recorded per step next to the poses, actions and rewards (see
+navzoo.policy_agent).
+Episodes 0..E-1 of the split are each counted once, whichever environment ran them.
 """
 
+import inspect
 import itertools
 import math
 from dataclasses import asdict, dataclass
@@ -19,7 +26,9 @@ from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from navzoo.errors import ConfigError
-from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.batch_sim import BatchSim, hash32
+from navzoo.sim.episodes import Episode
+from navzoo.sim.scenes import stable_seed
 from navzoo.topdown import draw_topdown, shortest_path
 
 DISTANCE_BINS = (0.0, 2.5, 5.0, 7.5, 10.0, 15.0, 20.0, math.inf)  # metres of geodesic start distance
@@ -88,10 +97,15 @@ def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> 
     trails = _Trajectories(sim)
     running = sim.episode_index.clone()
     first = torch.ones(sim.num_envs, dtype=torch.bool, device=sim.device)
+    keyed = "keys" in inspect.signature(agent.act).parameters
+    episode_keys = torch.tensor([episode_key(e) for e in sim.episodes], device=sim.device)
     results: dict[int, EpisodeResult] = {}
     bar = tqdm(total=num_episodes, desc="episodes", unit="ep", disable=not progress, leave=False)
     while len(results) < num_episodes:
-        actions = agent.act(obs, first)
+        if keyed:
+            actions = agent.act(obs, first, keys=torch.stack([episode_keys[running], trails.step], 1))
+        else:
+            actions = agent.act(obs, first)
         value, probs = getattr(agent, "last_value", None), getattr(agent, "last_action_probs", None)
         obs, rewards, done, info = sim.step(actions)
         ended = info.get("episode")
@@ -109,6 +123,21 @@ def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> 
         first = done
     bar.close()
     return [results[i] for i in range(num_episodes)]
+
+
+def episode_key(episode: Episode) -> int:
+    """A 31-bit key of the episode's identity, the same in any episode list."""
+    return stable_seed("episode", episode.scene_id, episode.episode_id) & 0x7FFFFFFF
+
+
+def keyed_uniform(seed: int, keys: torch.Tensor) -> torch.Tensor:
+    """One uniform draw in [0, 1) (float64) per row of `keys` [N, 2] = (episode key, step within the
+    episode): a counter-based hash of (seed, episode, step), so the draw depends on nothing else."""
+    stream = stable_seed("agent-draws", seed) & 0xFFFFFFFF
+    episode, step = keys.long().unbind(1)
+    # The constants keep episode 0 and step 0 away from the mixer's fixed point at 0.
+    key = hash32(stream ^ hash32(episode + 0x9E37))
+    return hash32(key ^ hash32(step + 0x6A09)).double() / 2.0**32
 
 
 class _Trajectories:

@@ -1,8 +1,11 @@
 """A policy as an evaluation agent, and the simulator settings (task, cameras) a policy needs.
 
 The agent keeps what a recurrent policy carries between steps (hidden state, previous actions) and resets
-it where an episode begins, as habitat-baselines' evaluation loop does. Sampled actions come from the
-agent's own seeded generator, so an evaluation is reproducible whatever else draws random numbers.
+it where an episode begins, as habitat-baselines' evaluation loop does. A sampled action is the inverse CDF
+of the policy's action distribution at one uniform draw. Under `evaluate` the draw is keyed on the agent's
+seed, the episode and the step (navzoo.evaluation.keyed_uniform), so an episode's actions do not depend on
+which environment runs it or on how many there are; called without keys, the agent draws from its own
+seeded generator. Either way an evaluation is reproducible whatever else draws random numbers.
 """
 
 from contextlib import contextmanager
@@ -10,7 +13,7 @@ from contextlib import contextmanager
 import torch
 
 from navzoo.errors import ConfigError
-from navzoo.evaluation import TASK_NAMES
+from navzoo.evaluation import TASK_NAMES, keyed_uniform
 from navzoo.models import ActorCritic, ModelConfig
 from navzoo.sim.config import SimConfig
 
@@ -32,6 +35,7 @@ class PolicyAgent:
         self.device = next(policy.parameters()).device
         self.hidden = policy.initial_state(num_envs, self.device)
         self.prev_actions = torch.zeros(num_envs, dtype=torch.long, device=self.device)
+        self.seed = seed
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.last_value: torch.Tensor | None = None
         self.last_action_probs: torch.Tensor | None = None
@@ -40,8 +44,12 @@ class PolicyAgent:
     def mode(self) -> str:
         return "deterministic" if self.deterministic else "sampled"
 
-    def act(self, obs: dict[str, torch.Tensor], first: torch.Tensor) -> torch.Tensor:
-        """Actions [N] on `first`'s device; `first` [N] marks episodes that just began (state is reset)."""
+    def act(
+        self, obs: dict[str, torch.Tensor], first: torch.Tensor, keys: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Actions [N] on `first`'s device; `first` [N] marks episodes that just began (state is reset).
+        `keys` [N, 2] (episode key, step within the episode; `evaluate` passes them) key the draws of
+        sampled actions; without them the draws come from the agent's generator."""
         obs = {k: v.to(self.device) for k, v in obs.items()}
         masks = ~first.to(self.device)
         with torch.inference_mode(), _eval_mode(self.policy):
@@ -49,11 +57,17 @@ class PolicyAgent:
             probs = out.distribution.probs
             if self.deterministic:
                 actions = probs.argmax(-1)
-            else:  # Categorical.sample takes no generator; multinomial does
-                actions = torch.multinomial(probs, 1, generator=self.generator).squeeze(1)
+            else:
+                actions = inverse_cdf(probs, self._draws(keys, len(probs)))
         self.hidden, self.prev_actions = out.hidden, actions
         self.last_value, self.last_action_probs = out.value, probs
         return actions.to(first.device)
+
+    def _draws(self, keys: torch.Tensor | None, count: int) -> torch.Tensor:
+        """One uniform draw in [0, 1) per environment: keyed on (seed, episode, step) when keys are given."""
+        if keys is None:
+            return torch.rand(count, generator=self.generator, device=self.device, dtype=torch.float64)
+        return keyed_uniform(self.seed, keys.to(self.device))
 
     def describe(self) -> dict:
         """The model, for reports and replays: its name, task, architecture and provenance."""
@@ -63,6 +77,14 @@ class PolicyAgent:
             "architecture": self.policy.config.to_dict(),
             "provenance": self.policy.provenance,
         }
+
+
+def inverse_cdf(probs: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+    """The action [N] whose cumulative-probability interval holds each draw of `uniform` [N] in [0, 1):
+    distributed as `probs` [N, A], and never an action of probability 0."""
+    cdf = probs.double().cumsum(-1)
+    # Scaled by the total, which rounding keeps from being exactly 1, so the draw always falls inside.
+    return torch.searchsorted(cdf, (uniform * cdf[:, -1])[:, None], right=True).squeeze(1)
 
 
 @contextmanager

@@ -16,10 +16,12 @@ from navzoo.sim.scenes import generate_scene, split_scene_ids
 @pytest.mark.parametrize(
     ("field", "value", "hint"),
     [
-        ("resolution", (-64, 64), "positive integers"),
+        ("resolution", (-64, 64), "integers in 1 .. 4096"),
+        ("resolution", (64,), "a list of 2 integers"),
         ("task", "objectnav", "'pointnav', 'flee', 'explore'"),
         ("split", "minival", "'train', 'val', 'test'"),
-        ("num_envs", 0, "positive integer"),
+        ("num_envs", 0, "an integer in 1 .. "),
+        ("num_envs", 2.5, "an integer (got float)"),
         ("sensors", ("lidar",), "'depth', 'rgb'"),
         ("device", "cuda:7" if torch.cuda.is_available() else "cuda", "cpu"),
         ("device", "tpu", "'cpu', 'cuda'"),
@@ -158,7 +160,7 @@ def test_unusable_episode_files_and_scenes_are_reported(tmp_path):
         load_episodes(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
     bad.write_text('{"episodes": [{"scene_id": "x"}]}')
-    with pytest.raises(EpisodeError, match="not a habitat PointNav dataset"):
+    with pytest.raises(EpisodeError, match=r"episode 0 of .*bad.json: it lacks 'episode_id'"):
         load_episodes(bad)
     with pytest.raises(ConfigError, match="scene_id"):
         generate_scene("castle/val/00000")

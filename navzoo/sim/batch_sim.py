@@ -273,8 +273,8 @@ class BatchSim:
 
     def _uniform(self, envs: torch.Tensor, count: int) -> torch.Tensor:
         """Uniform [0, 1) draws [M, count] from each env's (seed, episode counter) stream."""
-        key = _hash32(self.env_seeds[envs] ^ _hash32(self.episode_counter[envs] + 0x9E37))
-        draws = [_hash32(key + 0x6A09 * (j + 1)) for j in range(count)]
+        key = hash32(self.env_seeds[envs] ^ hash32(self.episode_counter[envs] + 0x9E37))
+        draws = [hash32(key + 0x6A09 * (j + 1)) for j in range(count)]
         return torch.stack(draws, 1).float() / 2.0**32
 
     # --- tasks -----------------------------------------------------------------------------------------
@@ -375,7 +375,7 @@ def _wrap(angle: torch.Tensor) -> torch.Tensor:
     return torch.remainder(angle + math.pi, 2 * math.pi) - math.pi
 
 
-def _hash32(x: torch.Tensor) -> torch.Tensor:
+def hash32(x: torch.Tensor) -> torch.Tensor:
     """A 32-bit integer mixer on int64 tensors (constants below 2**31 keep products inside int64)."""
     x = x & _MASK32
     x = ((x >> 16) ^ x) * 0x45D9F3B & _MASK32

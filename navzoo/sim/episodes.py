@@ -11,6 +11,8 @@ fixed by the scene ids, and read from / written to habitat-lab's PointNav JSON(.
 import gzip
 import json
 import math
+import reprlib
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,7 +21,7 @@ import numpy as np
 
 from navzoo.errors import EpisodeError
 from navzoo.sim.navgrid import NavGrid
-from navzoo.sim.scenes import Scene, generate_scene, split_scene_ids, stable_seed
+from navzoo.sim.scenes import Scene, generate_scene, parse_scene_id, split_scene_ids, stable_seed
 
 ANCHORS_PER_SCENE = 12
 STARTS_PER_ANCHOR = 256
@@ -213,32 +215,145 @@ def save_episodes(episodes: list[Episode], path: str | Path) -> None:
 
 
 def load_episodes(path: str | Path) -> list[Episode]:
-    """Read a habitat-lab PointNav dataset (.json or .json.gz) whose scene ids are navzoo scene ids."""
+    """Read a habitat-lab PointNav dataset (.json or .json.gz) whose scene ids are navzoo scene ids.
+
+    EpisodeError, naming the episode and the problem, unless the file is whole and every episode has a
+    navzoo scene id, finite positions of three numbers and a unit-quaternion start rotation. Whether
+    starts and goals lie on free floor is checked where the scenes are built (navzoo.sim.pool)."""
     path = Path(path)
     if not path.is_file():
         raise EpisodeError(f"episode file {path} does not exist; write one with navzoo.sim.save_episodes")
-    try:
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt") as f:
-            data = json.load(f)
-        episodes = [
-            Episode(
-                episode_id=str(raw["episode_id"]),
-                scene_id=raw["scene_id"],
-                start=from_habitat_position(raw["start_position"]),
-                heading=quaternion_to_heading(raw["start_rotation"]),
-                goal=from_habitat_position(raw["goals"][0]["position"]),
-                geodesic_distance=float(raw.get("info", {}).get("geodesic_distance", math.nan)),
-                euclidean_distance=float(raw.get("info", {}).get("euclidean_distance", math.nan)),
-            )
-            for raw in data["episodes"]
-        ]
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+    data = _read_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
         raise EpisodeError(
-            f"episode file {path} is not a habitat PointNav dataset ({exc!r}); expected "
-            '{"episodes": [{"episode_id", "scene_id", "start_position", "start_rotation", '
-            '"goals": [{"position"}]}, ...]}'
-        ) from exc
-    if not episodes:
+            f"episode file {path} is not a habitat PointNav dataset; expected "
+            f'{{"episodes": [{_FORMAT}, ...]}}'
+        )
+    if not data["episodes"]:
         raise EpisodeError(f"episode file {path} holds no episodes")
-    return episodes
+    return [_parse_episode(raw, index, path) for index, raw in enumerate(data["episodes"])]
+
+
+_FORMAT = (
+    '{"episode_id", "scene_id", "start_position": [x, y, z], "start_rotation": [x, y, z, w], '
+    '"goals": [{"position": [x, y, z]}]}'
+)
+_REQUIRED_KEYS = ("episode_id", "scene_id", "start_position", "start_rotation", "goals")
+
+
+def _read_json(path: Path):
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    # A truncated .gz ends in EOFError, a damaged one in zlib.error or OSError; bad JSON or UTF-8 in
+    # ValueError; JSON nested thousands of levels deep in RecursionError.
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError) as exc:
+        raise EpisodeError(
+            f"episode file {path} cannot be read as {'gzip-compressed ' * (path.suffix == '.gz')}JSON "
+            f"({type(exc).__name__}: {exc}); it may be truncated or damaged: copy or write it again "
+            "(navzoo.sim.save_episodes)"
+        ) from exc
+
+
+def _parse_episode(raw, index: int, path: Path) -> Episode:
+    """One episode of a dataset; EpisodeError naming it (index and episode_id) if a field is unusable."""
+    episode_id = raw.get("episode_id") if isinstance(raw, dict) else None
+    id_ok = isinstance(episode_id, str | int) and not isinstance(episode_id, bool)
+    named = f" (episode_id {reprlib.repr(episode_id)})" if id_ok else ""
+
+    def error(problem: str) -> EpisodeError:
+        return EpisodeError(
+            f"episode {index}{named} of {path}: {problem}; fix or remove this episode "
+            "(navzoo.sim.save_episodes writes valid ones)"
+        )
+
+    if not isinstance(raw, dict):
+        raise error(f"it is {reprlib.repr(raw)}, not an object like {_FORMAT}")
+    missing = [key for key in _REQUIRED_KEYS if key not in raw]
+    if missing:
+        raise error(f"it lacks {', '.join(map(repr, missing))}; an episode reads {_FORMAT}")
+    if not id_ok:
+        raise error(f"episode_id is {reprlib.repr(episode_id)}, expected a string")
+    try:
+        info = _info(raw.get("info"))
+        return Episode(
+            episode_id=str(episode_id),
+            scene_id=_scene_id(raw["scene_id"]),
+            start=from_habitat_position(_numbers(raw["start_position"], 3, "start_position")),
+            heading=quaternion_to_heading(_unit_quaternion(raw["start_rotation"])),
+            goal=from_habitat_position(_goal_position(raw["goals"])),
+            geodesic_distance=_optional_number(info, "geodesic_distance"),
+            euclidean_distance=_optional_number(info, "euclidean_distance"),
+        )
+    except ValueError as exc:
+        raise error(str(exc)) from None
+
+
+def _scene_id(value) -> str:
+    if not isinstance(value, str):
+        raise ValueError(
+            f"scene_id is {reprlib.repr(value)}, expected a navzoo scene id such as 'apartment/val/00002'"
+        )
+    try:
+        parse_scene_id(value)
+    except ValueError as exc:  # parse_scene_id's ConfigError says which ids exist
+        raise ValueError(str(exc)) from None
+    return value
+
+
+def _goal_position(goals) -> list[float]:
+    """The first goal's position (a PointNav episode has one goal)."""
+    if (
+        not isinstance(goals, list)
+        or not goals
+        or not isinstance(goals[0], dict)
+        or "position" not in goals[0]
+    ):
+        raise ValueError(
+            f'goals is {reprlib.repr(goals)}, expected a list whose first goal is {{"position": [x, y, z]}}'
+        )
+    return _numbers(goals[0]["position"], 3, "goals[0].position")
+
+
+def _info(value) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError(f"info is {reprlib.repr(value)}, expected an object")
+    return value
+
+
+def _numbers(value, length: int, name: str) -> list[float]:
+    """`value` as `length` finite floats; ValueError naming the field otherwise."""
+    numbers = [_number(v) for v in value] if isinstance(value, list) else []
+    if len(numbers) != length or not all(n is not None and math.isfinite(n) for n in numbers):
+        raise ValueError(f"{name} is {reprlib.repr(value)}, expected a list of {length} finite numbers")
+    return numbers
+
+
+def _unit_quaternion(value) -> list[float]:
+    q = _numbers(value, 4, "start_rotation")
+    if abs(math.sqrt(sum(v * v for v in q)) - 1) > 1e-3:
+        raise ValueError(f"start_rotation {q} is not a unit quaternion [x, y, z, w]")
+    return q
+
+
+def _optional_number(info: dict, key: str) -> float:
+    """info[key], NaN when absent or null (save_episodes writes NaN where a distance is unknown)."""
+    if info.get(key) is None:
+        return math.nan
+    number = _number(info[key])
+    if number is None:
+        raise ValueError(f"info.{key} is {reprlib.repr(info[key])}, expected a number of metres")
+    return number
+
+
+def _number(value) -> float | None:
+    """A JSON number as a float; None for anything else (true/false, integers too large for a float)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return None

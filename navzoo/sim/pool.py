@@ -13,9 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
-from navzoo.errors import NavzooError
+from navzoo.errors import EpisodeError, NavzooError
 from navzoo.sim.config import SimConfig
-from navzoo.sim.episodes import ANCHORS_PER_SCENE, STARTS_PER_ANCHOR, Episode, SceneAssets, scene_assets
+from navzoo.sim.episodes import (
+    ANCHORS_PER_SCENE,
+    STARTS_PER_ANCHOR,
+    Episode,
+    SceneAssets,
+    scene_assets,
+    to_habitat_position,
+)
 from navzoo.sim.materials import material_table
 from navzoo.sim.navgrid import NAV_SUBDIVISION
 from navzoo.sim.render import SceneAtlas
@@ -79,15 +86,19 @@ class ScenePool:
         sources: list[dict[tuple[int, int], int]] = [{} for _ in assets]
         fields: list[np.ndarray] = []
         table = {"slot": [], "start": [], "heading": [], "goal": [], "field": []}
-        for ep in episodes:
+        for index, ep in enumerate(episodes):
             slot = slot_of[ep.scene_id]
             a = assets[slot]
-            source_xy = ep.start if cfg.task == "flee" else ep.goal
-            row, col = a.nav.cell_of(np.asarray(source_xy))
-            cell = (int(row), int(col))
+            start, goal = (self._standing_cell(a, index, ep, end) for end in ("start", "goal"))
+            cell, other = (start, goal) if cfg.task == "flee" else (goal, start)
             if cell not in sources[slot]:
                 sources[slot][cell] = len(fields)
                 fields.append(_field_for(a, cell))
+            # The field from one end is finite at the other only if a path joins them.
+            if not math.isfinite(fields[sources[slot][cell]][other]):
+                raise self._episode_error(
+                    index, ep, f"its goal cannot be reached from its start in scene {ep.scene_id}"
+                )
             table["slot"].append(slot)
             table["start"].append(ep.start)
             table["heading"].append(ep.heading)
@@ -109,6 +120,36 @@ class ScenePool:
             "field": torch.tensor(table["field"], dtype=torch.long, device=self.device),
         }
         self.rotating = False
+
+    def _standing_cell(self, assets: SceneAssets, index: int, ep: Episode, end: str) -> tuple[int, int]:
+        """The navigation cell of an episode's "start" or "goal"; EpisodeError unless the agent fits there
+        (a start or goal off the map or in a wall would leave its geodesic distance, and SPL, undefined)."""
+        nav, (x, y) = assets.nav, getattr(ep, end)
+        width, depth = nav.shape[1] * nav.cell_size, nav.shape[0] * nav.cell_size
+        where = f"its {end} (x, y) = ({x:g}, {y:g}) m (habitat position {to_habitat_position((x, y))})"
+        if not (0 <= x < width and 0 <= y < depth):
+            raise self._episode_error(
+                index,
+                ep,
+                f"{where} is off the map of scene {ep.scene_id}, which covers 0 <= x < {width:g} and "
+                f"0 <= y < {depth:g} (habitat -{depth:g} < z <= 0)",
+            )
+        row, col = (int(v) for v in nav.cell_of(np.asarray((x, y))))
+        if not nav.free[row, col]:
+            raise self._episode_error(
+                index,
+                ep,
+                f"{where} is in or too near a wall or furniture of scene {ep.scene_id}: no room for an "
+                f"agent of radius {self.config.agent_radius} m",
+            )
+        return row, col
+
+    def _episode_error(self, index: int, ep: Episode, problem: str) -> EpisodeError:
+        file = self.config.episodes_file
+        return EpisodeError(
+            f"episode {index} (episode_id {ep.episode_id!r}){f' of {file}' if file else ''}: {problem}; "
+            "move its start and goal onto free floor joined by a path, or remove the episode"
+        )
 
     def _allocate(self, rows: int, cols: int, fields: int, max_rooms: int) -> None:
         p, dev = self.slots_count, self.device
