@@ -13,6 +13,7 @@ import os
 import threading
 from collections import OrderedDict
 from functools import wraps
+from pathlib import Path
 
 # Before gradio is imported: no telemetry or version check (the demo works offline).
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -22,23 +23,29 @@ import numpy as np
 
 from navzoo.baselines import BASELINES
 from navzoo.demo.episodes import TASKS, Agent, load_agent, run_episode
-from navzoo.demo.sources import Sources
+from navzoo.demo.sources import MAX_REPLAY_BYTES, Sources, open_bounded
 from navzoo.errors import NavzooError, ReplayError
 from navzoo.eval_cli import unique_labels
 from navzoo.policy_agent import ACTION_MODES
-from navzoo.replay import Replay, load_replay
+from navzoo.replay import Replay
 from navzoo.replay_view import BACKGROUND, ReplayView, summary_line
 from navzoo.sim.config import SPLITS
 
 log = logging.getLogger(__name__)
 
-MAX_STEPS = 5_000  # longest replay shown (evaluation episodes end at 500 steps)
-MAX_RESOLUTION = 512  # largest camera image re-rendered for a replay, per side
 MODEL_CACHE = 2  # loaded policies kept between runs
 TABLE_ROWS = 6  # steps listed before and after the current one
 NONE = ""  # the "no second agent / replay" choice
 TICK_SECONDS = 0.25  # playback: the slider moves on every tick
 PLAY, PAUSE = "▶ Play", "⏸ Pause"
+# Events served at once, through gradio's queue. Running an episode takes seconds of CPU, so only a few
+# run together and the rest wait; opening a replay and drawing a step take milliseconds and have their
+# own slots, so waiting runs never hold up the player. Past QUEUE_SIZE waiting events, new ones are turned
+# away with "queue full" rather than piling up.
+RUNS_AT_ONCE = 2
+OPENS_AT_ONCE = 4
+DRAWS_AT_ONCE = 8
+QUEUE_SIZE = 64
 # System fonts only: the default theme's web fonts would be one more thing to fetch.
 THEME = gr.themes.Base(
     font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "Consolas", "monospace"]
@@ -70,11 +77,11 @@ class Demo:
             (f"{name} (zoo)" if name in local else f"{name} (zoo, downloads when chosen)", name)
             for name in sources.zoo_models()
         ]
-        choices += [(f"{sources.short_name(path)} (folder)", path) for path in sources.model_folders()]
+        choices += [(f"{name} (folder)", name) for name in sources.model_folders()]
         return choices
 
     def replay_choices(self) -> list[tuple[str, str]]:
-        return [(self.sources.short_name(path), path) for path in self.sources.replay_files()]
+        return [(name, name) for name in self.sources.replay_files()]
 
     # --- running and opening -------------------------------------------------------------------------
     def load_agent(self, choice: str) -> Agent:
@@ -109,11 +116,12 @@ class Demo:
     def open(
         self, replay: str | None, second: str | None = None, upload: str | None = None
     ) -> list[ReplayView]:
-        """Views of saved replays: files under the --replays roots, or an uploaded file (shown first)."""
+        """Views of saved replays: files under the --replays roots, or an uploaded file (shown first); each
+        refused past the demo's bounds before anything is rendered."""
         replays = []
-        if upload:  # gradio only hands over files that were uploaded to it
-            replays.append(load_replay(upload))
-        replays += [load_replay(self.sources.replay_file(c)) for c in (replay, second) if c]
+        if upload:  # gradio only hands over files that were uploaded to it, kept in its own cache
+            replays.append(open_bounded(Path(upload), f"the uploaded {Path(upload).name}"))
+        replays += [self.sources.open_replay(c) for c in (replay, second) if c]
         if not replays:
             raise ReplayError("no replay chosen: pick a replay file or upload one (.replay.json.gz)")
         return [_view(r, self.device) for r in replays[:2]]
@@ -131,15 +139,8 @@ def _cache_key(sources: Sources, choice) -> tuple | None:
 
 
 def _view(replay: Replay, device: str) -> ReplayView:
-    """A view of a replay, refused before rendering if it is longer or larger than any evaluation's."""
-    if replay.num_steps > MAX_STEPS:
-        raise ReplayError(f"the replay has {replay.num_steps} steps; the demo shows up to {MAX_STEPS}")
-    if max(replay.sim_config.resolution) > MAX_RESOLUTION and replay.sim_config.sensors:
-        raise ReplayError(
-            f"the replay's cameras are {replay.sim_config.resolution}; the demo re-renders up to "
-            f"{MAX_RESOLUTION}x{MAX_RESOLUTION}"
-        )
-    # Re-rendered eagerly on the demo's device, whatever the file says (compiling would take half a minute).
+    """A view of a replay, its steps rendered when shown."""
+    # Re-rendered on the demo's device, whatever the file says (compiling would take half a minute).
     config = replay.sim_config.replace(compile=False, device="cpu")
     return ReplayView(dataclasses.replace(replay, sim_config=config), device=device)
 
@@ -270,7 +271,7 @@ def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
             "(`navzoo eval --replays K`). The map shows the shortest path (green), the trajectory so far "
             "(dark to bright) and the agent (black); the goal is red, the start blue."
         )
-        views = gr.State(None)  # this page's ReplayViews: every frame rendered once per episode
+        views = gr.State(None)  # this page's ReplayViews: each renders a step when it is shown
         playing = gr.State(False)
         with gr.Tab("Run an episode"):
             with gr.Row():
@@ -351,21 +352,21 @@ def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
                 *stopped(),
             ]
 
-        @_guarded(len(loaded))
+        @_guarded(len(loaded), demo.sources)
         def on_run(model, second, task, split, episode, seed, mode):
             return show_loaded(demo.run(model, second or None, task, split, episode, seed, mode))
 
-        @_guarded(len(loaded))
+        @_guarded(len(loaded), demo.sources)
         def on_open(replay, second_replay, upload):
             return show_loaded(demo.open(replay or None, second_replay or None, upload))
 
-        @_guarded(1 + len(step_shown))
+        @_guarded(1 + len(step_shown), demo.sources)
         def on_step(views, step):
             if not views:
                 return [gr.update(visible=False), *[gr.update()] * len(step_shown)]
             return [gr.update(visible=False), *step_outputs(views, int(step))]
 
-        @_guarded(5 + len(step_shown))
+        @_guarded(5 + len(step_shown), demo.sources)
         def on_tick(views, step, speed, playing):
             if not views or not playing:
                 return [gr.update(), *stopped(), gr.update(), *[gr.update()] * len(step_shown)]
@@ -380,7 +381,7 @@ def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
             restart = int(step) >= last_step(views)  # at the end, play from the start
             return [True, gr.update(active=True), PAUSE, 0 if restart else gr.update()]
 
-        @_guarded(5)
+        @_guarded(5, demo.sources)
         def on_refresh():
             models_now, replays_now = demo.model_choices(), demo.replay_choices()
             return [
@@ -391,8 +392,20 @@ def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
                 gr.update(choices=[("(none)", NONE), *replays_now]),
             ]
 
-        run.click(on_run, [model, second, task, split, episode, seed, mode], loaded, api_name="run_episode")
-        open_button.click(on_open, [replay, second_replay, upload], loaded, api_name="open_replay")
+        run.click(
+            on_run,
+            [model, second, task, split, episode, seed, mode],
+            loaded,
+            api_name="run_episode",
+            concurrency_limit=RUNS_AT_ONCE,
+        )
+        open_button.click(
+            on_open,
+            [replay, second_replay, upload],
+            loaded,
+            api_name="open_replay",
+            concurrency_limit=OPENS_AT_ONCE,
+        )
         slider.input(
             on_step,
             [views, slider],
@@ -412,7 +425,8 @@ def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
             trigger_mode="always_last",
         )
         refresh.click(on_refresh, None, [error, model, second, replay, second_replay], api_name="refresh")
-    return app
+    # Every other event (drawing a step, playing, rescanning) may run DRAWS_AT_ONCE times together.
+    return app.queue(max_size=QUEUE_SIZE, default_concurrency_limit=DRAWS_AT_ONCE)
 
 
 def _picture(label: str, scale: int, elem_id: str) -> gr.Image:
@@ -420,9 +434,10 @@ def _picture(label: str, scale: int, elem_id: str) -> gr.Image:
     return gr.Image(label=label, format="png", interactive=False, height=360, scale=scale, elem_id=elem_id)
 
 
-def _guarded(outputs: int):
+def _guarded(outputs: int, sources: Sources):
     """Show a navzoo error (a bad model, episode or file) in the page's error box and as a warning, and leave
-    every other output as it was; the first output of every guarded event is that box."""
+    every other output as it was; the first output of every guarded event is that box. Paths in the message
+    are shown inside the demo's folders, as the page names them."""
 
     def decorate(fn):
         @wraps(fn)
@@ -434,6 +449,7 @@ def _guarded(outputs: int):
             except Exception as err:  # a bug, not bad input: still keep the page (and server) usable
                 log.exception("demo event failed")
                 message = f"unexpected error ({type(err).__name__}: {err}); the server log has the details"
+            message = sources.relative(message)
             gr.Warning(message)
             box = gr.update(value=f"**Error:** {html.escape(message)}", visible=True)
             return [box, *[gr.update()] * (outputs - 1)]
@@ -453,7 +469,7 @@ def launch(app: gr.Blocks, host: str = "127.0.0.1", port: int | None = 7860, **k
         "theme": THEME,
         "css": CSS,
         "allowed_paths": [],
-        "max_file_size": "64mb",
+        "max_file_size": 2 * MAX_REPLAY_BYTES,  # gzip is hardly larger than what it holds
         "state_session_capacity": 64,
         "ssr_mode": False,
         "footer_links": ["api"],

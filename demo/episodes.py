@@ -8,7 +8,7 @@ so of the baselines only random and forward-only run there, with their stop-at-t
 from dataclasses import dataclass
 
 from navzoo.baselines import BASELINES, check_baseline_task, make_baseline
-from navzoo.demo.sources import Sources
+from navzoo.demo.sources import MAX_RESOLUTION, Sources
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.evaluation import TASK_NAMES, evaluate
 from navzoo.models import ActorCritic
@@ -78,7 +78,7 @@ def load_agent(sources: Sources, choice: str, device: str = "cpu") -> Agent:
         # A cached model loads with no request at all; the others are fetched now.
         local = choice in sources.local_zoo_models()
         return Agent(choice, choice, load_entry(choice, local_files_only=local, device=device))
-    if not sources.models or ("/" not in choice and "\\" not in choice):
+    if not sources.models or not sources.names_a_folder(choice):
         raise UnknownModelError(
             f"unknown model {choice!r}: not a baseline ({', '.join(BASELINES)}), a zoo model with weights "
             "(navzoo.list_models(pretrained=True)) or a model folder under the --models folders"
@@ -92,6 +92,7 @@ def sim_config(agent: Agent, task: str, split: str, seed: int = 0, device: str =
     settings = dict(DEFAULT_SETTINGS)
     if agent.policy is not None:
         settings.update(sim_settings(agent.policy.config))
+        _check_camera(agent, settings)
     config = SimConfig(task=task_id(task), split=split, num_envs=1, seed=int(seed), device=device, **settings)
     if agent.policy is None:
         check_baseline_task(agent.source, config.task)
@@ -105,6 +106,17 @@ def sim_config(agent: Agent, task: str, split: str, seed: int = 0, device: str =
         )
     check_sim_config(agent.policy.config, config, f"model {agent.label!r}", agent.policy.task)
     return config
+
+
+def _check_camera(agent: Agent, settings: dict) -> None:
+    """Refuse, before running, a model whose cameras are larger than the demo shows."""
+    if settings["sensors"] and max(settings["resolution"]) > MAX_RESOLUTION:
+        raise ConfigError(
+            "resolution",
+            settings["resolution"],
+            f"cameras up to {MAX_RESOLUTION}x{MAX_RESOLUTION} in the demo: model {agent.label!r} was built "
+            "for larger ones (evaluate it with `navzoo eval` instead)",
+        )
 
 
 def run_episode(

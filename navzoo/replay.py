@@ -32,6 +32,9 @@ from navzoo.sim.episodes import Episode
 FORMAT = "navzoo-replay"
 FORMAT_VERSION = 1
 SUFFIX = ".replay.json.gz"
+# The most JSON `load_replay` decompresses by default: a 500-step replay of a learned policy is about
+# 100 KB, so this holds episodes of 100,000s of steps, and a gzip bomb stops here.
+MAX_BYTES = 64 << 20
 RENDER_BATCH = 64  # frames rendered per simulator call: bounds memory for long episodes at high resolution
 
 
@@ -110,41 +113,100 @@ def save_replay(path: str | Path, replay: Replay) -> Path:
     return path
 
 
-def load_replay(path: str | Path) -> Replay:
-    """Read a replay file; ReplayError if it is missing, damaged, not a replay or from a newer navzoo."""
+def load_replay(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_steps: int | None = None,
+    max_resolution: int | None = None,
+) -> Replay:
+    """Read a replay file; ReplayError if it is missing, damaged, not a replay, from a newer navzoo, or past
+    a bound: more than `max_bytes` of JSON, more than `max_steps` steps, cameras larger than
+    `max_resolution` per side. The bounds are checked before any array or scene is built. `name` is how
+    messages call the file (default: its path)."""
     path = Path(path)
+    name = str(path) if name is None else name
     if not path.is_file():
         raise ReplayError(
-            f"replay file {path} does not exist; `navzoo eval AGENT --replays K --out OUT` writes replays "
+            f"replay file {name} does not exist; `navzoo eval AGENT --replays K --out OUT` writes replays "
             "to OUT/replays/<agent>/"
         )
-    try:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ReplayError(
-            f"{path} is not a gzip-compressed JSON replay ({err}); it may be truncated or another kind "
-            "of file: evaluate again with `navzoo eval --replays` to rewrite it"
-        ) from None
+    data = _read_json(path, name, max_bytes)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise ReplayError(f"{path} is not a navzoo replay (format {found!r}, expected {FORMAT!r})")
+        raise ReplayError(f"{name} is not a navzoo replay (format {found!r}, expected {FORMAT!r})")
     version = data.get("format_version")
     if not isinstance(version, int) or version > FORMAT_VERSION:
         raise ReplayError(
-            f"{path} has replay format_version {version!r}, newer than this navzoo reads ({FORMAT_VERSION}); "
+            f"{name} has replay format_version {version!r}, newer than this navzoo reads ({FORMAT_VERSION}); "
             "upgrade navzoo (pip install -U navzoo)"
         )
     try:
-        return _replay_from_dict(data)
+        steps, config = len(data["trajectory"]["actions"]), SimConfig.from_dict(data["sim_config"])
     except (KeyError, TypeError, ValueError) as err:  # ConfigError is a ValueError
+        raise _damaged(name, err) from None
+    _check_bounds(name, steps, config, max_steps, max_resolution)
+    try:
+        return _replay_from_dict(data, config)
+    except (KeyError, TypeError, ValueError) as err:
+        raise _damaged(name, err) from None
+
+
+def _read_json(path: Path, name: str, max_bytes: int):
+    """The file's JSON, decompressing at most `max_bytes` (a few kilobytes of gzip can inflate to
+    gigabytes)."""
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as err:
+        raise _not_json(name, err) from None
+    if len(raw) > max_bytes:
         raise ReplayError(
-            f"{path} is a damaged replay ({type(err).__name__}: {err}); evaluate again with "
-            "`navzoo eval --replays` to rewrite it"
-        ) from None
+            f"{name} decompresses to more than {_mib(max_bytes)}, the most read here (a 500-step replay is "
+            "about 100 KB): it is not a replay navzoo wrote"
+        )
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:  # RecursionError: nested too deep
+        raise _not_json(name, err) from None
 
 
-def _replay_from_dict(data: dict) -> Replay:
+def _check_bounds(
+    name: str, steps: int, config: SimConfig, max_steps: int | None, max_resolution: int | None
+) -> None:
+    if max_steps is not None and steps > max_steps:
+        raise ReplayError(
+            f"{name} has {steps} steps; at most {max_steps} are shown here (max_steps): watch longer "
+            "episodes with navzoo.replay_view.ReplayView in Python"
+        )
+    height, width = config.resolution
+    if max_resolution is not None and config.sensors and max(height, width) > max_resolution:
+        raise ReplayError(
+            f"{name} has {height}x{width} cameras; at most {max_resolution}x{max_resolution} are re-rendered "
+            "here (max_resolution): watch it with navzoo.replay_view.ReplayView in Python"
+        )
+
+
+def _not_json(name: str, err: Exception) -> ReplayError:
+    return ReplayError(
+        f"{name} is not a gzip-compressed JSON replay ({err}); it may be truncated or another kind of "
+        "file: evaluate again with `navzoo eval --replays` to rewrite it"
+    )
+
+
+def _damaged(name: str, err: Exception) -> ReplayError:
+    return ReplayError(
+        f"{name} is a damaged replay ({type(err).__name__}: {err}); evaluate again with "
+        "`navzoo eval --replays` to rewrite it"
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB"
+
+
+def _replay_from_dict(data: dict, config: SimConfig) -> Replay:
     trajectory = data["trajectory"]
 
     def array(name: str, dtype) -> np.ndarray | None:
@@ -156,7 +218,7 @@ def _replay_from_dict(data: dict) -> Replay:
         agent=str(data["agent"]),
         model=data["model"],
         action_mode=data["action_mode"],
-        sim_config=SimConfig.from_dict(data["sim_config"]),
+        sim_config=config,
         episode_index=int(data["episode_index"]),
         episode=Episode(**{**episode, "start": tuple(episode["start"]), "goal": tuple(episode["goal"])}),
         positions=array("positions", np.float32),

@@ -1,13 +1,16 @@
 """Pictures of a replay, step by step: the top-down map, the agent's camera views and one composed frame.
 
-`ReplayView(replay)` does the expensive work once (scene and navigation grid, the shortest path, every
-observation frame re-rendered through `render_replay`), so moving through the steps only draws. Step t is
-the pose before the agent's t-th action; step T (the episode length) is where the episode ended. The demo
-shows these pictures, and `frame()` images (constant, even size) can be encoded into a video.
+`ReplayView(replay)` builds the scene, its navigation grid and the shortest path once; a step's camera
+views are re-rendered through `render_replay` when first shown (milliseconds), and the last few are kept.
+Step t is the pose before the agent's t-th action; step T (the episode length) is where the episode
+ended. The demo shows these pictures, and `frame()` images (constant, even size) can be encoded into a
+video.
 """
 
 import dataclasses
 import math
+import threading
+from collections import OrderedDict
 
 import matplotlib
 import numpy as np
@@ -21,6 +24,9 @@ from navzoo.topdown import draw_topdown, shortest_path
 
 MAP_PIXELS = 640  # the longer side of the map image, roughly (whole pixels per scene cell)
 VIEW_PIXELS = 256  # camera views are upscaled by a whole factor to about this height
+# Rendered steps kept per view: enough to go back and forth around a step without re-rendering, and
+# few enough that a view stays small (8 steps of 256x256 depth and RGB are 3 MB).
+FRAME_CACHE = 8
 BLIND_VIEW = (64, 64)  # a blind agent sees nothing; its replay is shown with a depth camera of this size
 DEPTH_COLORMAP = "viridis"
 FRAME_SIZE = (480, 864)  # (height, width) of `frame()`: even, as h264 needs
@@ -32,7 +38,7 @@ class ReplayView:
     """Renders a replay's steps. Images are uint8 [H, W, 3]."""
 
     def __init__(self, replay: Replay, device: str = "cpu"):
-        self.replay = replay
+        self.replay, self.device = replay, device
         config, episode = replay.sim_config, replay.episode
         assets = scene_assets(episode.scene_id, config.agent_radius, config.min_geodesic, config.max_geodesic)
         self.scene, self.nav = assets.scene, assets.nav
@@ -45,15 +51,14 @@ class ReplayView:
             self.path = shortest_path(self.nav, self.nav.distance_field(int(row), int(col)), episode.start)
         self.cell_pixels = int(np.clip(MAP_PIXELS // max(self.scene.shape), 2, 12))
         self.blind = not config.sensors
-        shown = replay
+        self._shown = replay
         if self.blind:
-            shown = dataclasses.replace(
+            self._shown = dataclasses.replace(
                 replay, sim_config=config.replace(sensors=("depth",), resolution=BLIND_VIEW)
             )
-        frames = render_replay(shown, device=device)
-        self._views = {
-            name: _colour(name, frames[name].cpu().numpy()) for name in ("depth", "rgb") if name in frames
-        }
+        self._names = [name for name in ("depth", "rgb") if name in self._shown.sim_config.sensors]
+        self._frames: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()  # least recently used first
+        self._lock = threading.Lock()  # a page's events may draw the same view at once
         self._cumulative = np.cumsum(np.asarray(replay.rewards, dtype=np.float64))
 
     @property
@@ -80,17 +85,30 @@ class ReplayView:
 
     def observation_images(self, step: int) -> dict[str, np.ndarray]:
         """The camera views at `step` by sensor name (depth colour-mapped), upscaled to about VIEW_PIXELS."""
-        t = self._check(step)
         images = {}
-        for name, frames in self._views.items():
-            factor = max(1, round(VIEW_PIXELS / frames.shape[1]))
-            images[name] = np.repeat(np.repeat(frames[t], factor, 0), factor, 1)
+        for name, frame in self._camera_frames(self._check(step)).items():
+            factor = max(1, round(VIEW_PIXELS / frame.shape[1]))
+            images[name] = np.repeat(np.repeat(frame, factor, 0), factor, 1)
         return images
 
     def view_names(self) -> list[str]:
         """Captions of the views, in `observation_images` order."""
         suffix = " (not an input of this blind agent)" if self.blind else ""
-        return [name + suffix for name in self._views]
+        return [name + suffix for name in self._names]
+
+    def _camera_frames(self, t: int) -> dict[str, np.ndarray]:
+        """The colour images of step t's cameras, rendered now unless among the last FRAME_CACHE shown."""
+        with self._lock:
+            if t in self._frames:
+                self._frames.move_to_end(t)
+                return self._frames[t]
+        rendered = render_replay(self._shown, [t], device=self.device)
+        frames = {name: _colour(name, rendered[name][0].cpu().numpy()) for name in self._names}
+        with self._lock:
+            self._frames[t] = frames
+            while len(self._frames) > FRAME_CACHE:
+                self._frames.popitem(last=False)
+        return frames
 
     def step_info(self, step: int) -> dict:
         """What happened at `step`: the action taken there, its reward, the value estimate and the return.
@@ -195,7 +213,7 @@ def _action_name(action: int) -> str:
 
 
 def _colour(name: str, frames: np.ndarray) -> np.ndarray:
-    """uint8 RGB frames [K, H, W, 3]: depth through a colormap, RGB unchanged."""
+    """uint8 RGB images [..., H, W, 3]: depth through a colormap, RGB unchanged."""
     if name == "rgb":
         return frames.astype(np.uint8)
     lut = (matplotlib.colormaps[DEPTH_COLORMAP](np.linspace(0, 1, 256))[:, :3] * 255).astype(np.uint8)

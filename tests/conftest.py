@@ -57,13 +57,17 @@ def room():
     return box_room()
 
 
-@pytest.fixture
-def one_thread():
+def _single_thread():
     """Small tensors run fastest on one thread, which also avoids OpenMP spin-waits on busy CPUs."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+one_thread = pytest.fixture(_single_thread, name="one_thread")
+# For modules whose module-scoped fixtures (a served demo, saved models) run torch as well.
+one_thread_module = pytest.fixture(_single_thread, scope="module", name="one_thread_module")
 
 
 def random_observations(config, n: int, generator: torch.Generator) -> dict[str, torch.Tensor]:

@@ -41,13 +41,7 @@ from navzoo.demo.episodes import load_agent, pick_episode, run_episode  # noqa: 
 FIRST_SCENE = ("apartment-s",)  # val episode 0 lies in the first apartment-s scene, whatever the families
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread_module():
-    """One environment's small tensors run fastest on one thread (and avoid spin-waits on busy CPUs)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread_module")
 
 
 def val_sim(**changes) -> BatchSim:
@@ -150,8 +144,8 @@ def test_baseline_episode_matches_evaluation(demo):
 @pytest.mark.parametrize("folder,sensors", [("runs/depth-run", ("depth",)), ("blind", ())])
 def test_learned_model_episode_matches_evaluation(demo, folders, folder, sensors):
     path = folders["models"] / folder
-    assert str(path) in [value for _, value in demo.model_choices()]
-    (view,) = demo.run(str(path), None, "PointGoal", "val", 0, 7, "sampled")
+    assert (f"models/{folder} (folder)", f"models/{folder}") in demo.model_choices()  # as the page names it
+    (view,) = demo.run(f"models/{folder}", None, "PointGoal", "val", 0, 7, "sampled")
     policy = navzoo.load(path)
     sim = val_sim(**sim_settings(policy.config))
     assert sim.config.sensors == sensors
@@ -216,9 +210,10 @@ def test_side_by_side_holds_the_shorter_episode(demo):
 
 
 def test_open_saved_replays(demo, folders, tmp_path):
-    listed = [value for _, value in demo.replay_choices()]
-    assert listed == [str(folders["replay"])]  # the symlink to a file outside the roots is not listed
-    (view,) = demo.open(str(folders["replay"]))
+    # as the page names them; the symlink to a file outside the roots is not listed
+    assert demo.replay_choices() == [("replays/oracle/episode-0.replay.json.gz",) * 2]
+    (view,) = demo.open("replays/oracle/episode-0.replay.json.gz")
+    assert demo.open(str(folders["replay"]))[0].replay.metrics == view.replay.metrics  # or its full path
     assert view.replay.metrics == folders["result"].metrics()
     # an upload (gradio hands over a file in its own cache) comes first, then the chosen files
     uploaded = tmp_path / "upload.replay.json.gz"
@@ -271,7 +266,7 @@ def test_bad_input_gives_navzoo_errors(demo, folders, tmp_path):
 def test_paths_outside_the_roots_are_refused(demo, folders):
     models, replays, outside = folders["models"], folders["replays"], folders["outside"]
     values = [value for _, value in demo.model_choices()]
-    assert str(models / "blind") in values and not any("secret" in v or "linked" in v for v in values)
+    assert "models/blind" in values and not any("secret" in v or "linked" in v for v in values)
     refused = "outside the folders this demo may read"
     for text in (
         str(outside / "secret-model"),
