@@ -14,7 +14,7 @@ import torch
 import navzoo
 from navzoo.models import GOAL_SENSOR
 from navzoo.train.config import PPOConfig
-from navzoo.train.ppo import PPO, ppo_losses, vtrace
+from navzoo.train.ppo import PPO, actor_lr_factor, ppo_losses, vtrace
 from navzoo.train.rollout import RolloutStorage
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -566,7 +566,43 @@ def test_vtrace_update_on_policy_equals_gae_update_with_tau_1():
 def test_set_progress_decays_linearly():
     policy = tiny_policy()
     ppo = PPO(policy, PPOConfig(use_linear_lr_decay=True), lr=1e-3, device=CPU, distributed=False)
-    assert ppo.set_progress(0.25) == pytest.approx(0.75e-3)
+    assert ppo.set_progress(0.25, update=10) == pytest.approx(0.75e-3)
     assert ppo.optimizer.param_groups[0]["lr"] == pytest.approx(0.75e-3)
     constant = PPO(policy, PPOConfig(), lr=1e-3, device=CPU, distributed=False)
-    assert constant.set_progress(0.25) == pytest.approx(1e-3)
+    assert constant.set_progress(0.25, update=10) == pytest.approx(1e-3)
+
+
+@pytest.mark.parametrize(
+    ("update", "factor"), [(0, 0.0), (2, 0.0), (3, 0.25), (4, 0.5), (6, 1.0), (100, 1.0)]
+)
+def test_actor_warmup_schedule_hand_computed(update, factor):
+    """3 updates of the critic alone, then the actor's learning rate rises over 4: 1/4, 2/4, 3/4, 1."""
+    config = PPOConfig(critic_warmup_updates=3, actor_warmup_updates=4)
+    assert actor_lr_factor(config, update) == factor
+    assert actor_lr_factor(PPOConfig(), update) == 1.0
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "lamb"])
+def test_critic_warmup_moves_only_the_critic_then_everything(optimizer):
+    policy = tiny_policy()
+    config = PPOConfig(
+        optimizer=optimizer, critic_warmup_updates=1, actor_warmup_updates=2, max_grad_norm=1.0
+    )
+    ppo = PPO(policy, config, lr=1e-3, device=CPU, distributed=False)
+    critic = {id(p) for p in policy.critic.parameters()}
+    roles = {g["role"]: sum(p.numel() for p in g["params"]) for g in ppo.optimizer.param_groups}
+    assert roles["critic"] == sum(p.numel() for p in policy.critic.parameters())
+    assert sum(roles.values()) == sum(p.numel() for p in policy.parameters())
+
+    def changed(before):
+        return {id(p) for p, b in zip(policy.parameters(), before, strict=True) if not torch.equal(p, b)}
+
+    storage = collect(policy)
+    before = snapshot(policy)
+    ppo.set_progress(0.0, update=0)
+    ppo.update(storage)
+    assert changed(before) == critic  # the critic head learnt; encoder, core and action head held still
+    before = snapshot(policy)
+    ppo.set_progress(0.1, update=1)  # the actor at half its learning rate
+    ppo.update(storage)
+    assert changed(before) > critic

@@ -550,3 +550,30 @@ def test_a_folder_holding_a_model_is_not_overwritten_without_overwrite(tmp_path)
     assert (model / "model.safetensors").read_bytes() != weights and (
         model / "notes.txt"
     ).read_text() == "mine"
+
+
+# --- 9. imitation, then DD-PPO from its weights (PIRLNav) ------------------------------------------------
+def test_rl_from_an_imitation_run_warms_up_the_critic_and_records_the_recipe(tmp_path):
+    imitation, rl = tmp_path / "imitation", tmp_path / "rl"
+    one_update = [*TINY, *ADAM, f"total_frames={FRAMES_PER_UPDATE}"]
+    _run(_cli(PRESET, *one_update, "algorithm=dagger", "--run-dir", str(imitation)), tmp_path)
+    warmup = [f"init_from={imitation}", "ppo.critic_warmup_updates=1"]
+    _run(_cli(PRESET, *one_update, *warmup, "--run-dir", str(rl)), tmp_path)
+
+    before, after = load_file(imitation / "model.safetensors"), load_file(rl / "model.safetensors")
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert changed and all(k.startswith("critic.") for k in changed), changed  # the actor held still
+    recipe = json.loads((rl / "config.json").read_text())["provenance"]
+    assert recipe["frames"] == FRAMES_PER_UPDATE and recipe["train_config"]["algorithm"] == "ppo"
+    start = recipe["initialised_from"]
+    assert (start["source"], start["algorithm"], start["frames"]) == (
+        str(imitation),
+        "dagger",
+        FRAMES_PER_UPDATE,
+    )
+
+    other = _cli(PRESET, *one_update, "policy.hidden_size=64", *warmup, "--run-dir", str(tmp_path / "other"))
+    _, err = _run(other, tmp_path, expect_rc=2)
+    assert (
+        "invalid init_from" in err and "hidden_size: 32 there, 64 here" in err and "Traceback" not in err
+    ), err

@@ -60,6 +60,12 @@ class PPOConfig:
     vtrace: bool = False  # correct advantages for policy lag with V-trace (Espeholt et al. 2018)
     vtrace_clip_rho: float = 1.0
     vtrace_clip_c: float = 1.0
+    # Fine-tuning a policy that did not learn by RL (init_from an imitation run): for the first
+    # critic_warmup_updates only the critic head learns, the rest frozen, so the value function fits this
+    # policy's returns before advantages steer it; then the actor's learning rate rises linearly from 0
+    # over actor_warmup_updates. Without both, the policy first collapses (PIRLNav, Ramrakhya et al. 2023).
+    critic_warmup_updates: int = 0
+    actor_warmup_updates: int = 0
 
     def __post_init__(self):
         check_field_types(self, "ppo.")
@@ -75,6 +81,9 @@ class PPOConfig:
         for name in ("value_loss_coef", "entropy_coef", "weight_decay"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"ppo.{name}", getattr(self, name), "a number >= 0")
+        for name in ("critic_warmup_updates", "actor_warmup_updates"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"ppo.{name}", getattr(self, name), "an integer >= 0")
         _one_of("ppo.optimizer", self.optimizer, OPTIMIZERS)
         _one_of("ppo.lr_scaling", self.lr_scaling, LR_SCALINGS)
 
@@ -129,6 +138,9 @@ class DistributedConfig:
 class TrainConfig:
     # The zoo architecture to train; None when the caller builds the policy (navzoo finetune).
     model: str | None = "bps-se-resnet9"
+    # Start from the weights of this model (a model or run folder, a zoo name or hf-hub:org/name) of the
+    # same architecture instead of a fresh initialisation, e.g. an imitation run fine-tuned by DD-PPO.
+    init_from: str | None = None
     policy: dict[str, Any] = field(default_factory=dict)
     sim: SimConfig = field(default_factory=lambda: SimConfig(split="train"))
     # "ppo": DD-PPO; "dagger": imitation of the shortest-path oracle (settings in `imitation`).

@@ -88,6 +88,31 @@ def vtrace(
     return targets, advantages
 
 
+def actor_lr_factor(config: PPOConfig, update: int) -> float:
+    """The share of the learning rate everything but the critic head gets at update `update`: 0 while the
+    critic warms up, then rising linearly to 1 over actor_warmup_updates."""
+    warm = update - config.critic_warmup_updates
+    if warm < 0:
+        return 0.0
+    return min(1.0, (warm + 1) / config.actor_warmup_updates) if config.actor_warmup_updates else 1.0
+
+
+def _by_role(policy: ActorCritic, groups: list[dict], config: PPOConfig) -> list[dict]:
+    """Optimiser groups split into the critic head's parameters and the rest ("actor": encoder, recurrent
+    core, action head), so the warm-up can hold the actor still. Without a warm-up the groups are kept as
+    they are, so checkpoints of runs without one keep their optimiser layout."""
+    if not (config.critic_warmup_updates or config.actor_warmup_updates):
+        return groups
+    critic = {id(p) for p in policy.critic.parameters()}
+    split = []
+    for group in groups:
+        for role in ("actor", "critic"):
+            params = [p for p in group["params"] if (id(p) in critic) == (role == "critic")]
+            if params:
+                split.append({**group, "params": params, "role": role})
+    return split
+
+
 class ActionEvaluator(nn.Module):
     """`policy.evaluate_actions` as a forward(), so DistributedDataParallel can hook the backward pass."""
 
@@ -117,7 +142,6 @@ class PPO:
             if distributed
             else evaluator
         )
-        params = [p for p in policy.parameters() if p.requires_grad]
         if config.optimizer == "lamb":
             from timm.optim import Lamb, param_groups_weight_decay
 
@@ -125,10 +149,17 @@ class PPO:
             # the layer-wise trust ratio for them, which makes them plain Adam steps as in BPS.
             groups = param_groups_weight_decay(policy, config.weight_decay)
             self.optimizer = Lamb(
-                groups, lr=lr, eps=config.eps, weight_decay=config.weight_decay, max_grad_norm=None
+                _by_role(policy, groups, config),
+                lr=lr,
+                eps=config.eps,
+                weight_decay=config.weight_decay,
+                max_grad_norm=None,
             )  # gradients are already clipped below
         else:
-            self.optimizer = torch.optim.Adam(params, lr=lr, eps=config.eps, weight_decay=config.weight_decay)
+            groups = [{"params": [p for p in policy.parameters() if p.requires_grad]}]
+            self.optimizer = torch.optim.Adam(
+                _by_role(policy, groups, config), lr=lr, eps=config.eps, weight_decay=config.weight_decay
+            )
         self.base_lr = lr
         self.amp_dtype = (torch.float16 if device.type == "cuda" else torch.bfloat16) if config.amp else None
         self.scaler = torch.amp.GradScaler(device.type, enabled=self.amp_dtype == torch.float16)
@@ -138,11 +169,13 @@ class PPO:
             return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
-    def set_progress(self, fraction_done: float) -> float:
-        """Linear learning-rate decay to zero over the run (when enabled); returns the learning rate."""
+    def set_progress(self, fraction_done: float, update: int) -> float:
+        """Set the learning rates of update number `update` (from 0): linear decay to zero over the run
+        (when enabled), and the actor's warm-up (PPOConfig.critic_warmup_updates). Returns the critic's."""
         lr = self.base_lr * (1.0 - fraction_done if self.config.use_linear_lr_decay else 1.0)
+        actor = lr * actor_lr_factor(self.config, update)
         for group in self.optimizer.param_groups:
-            group["lr"] = lr
+            group["lr"] = actor if group.get("role") == "actor" else lr
         return lr
 
     def update(self, storage: RolloutStorage) -> dict[str, float]:

@@ -136,6 +136,7 @@ class Trainer:
             workers.store, workers.world_size, config.distributed.sync_frac, config.ppo.num_steps
         )
         self.update = self.frames = self.episodes = 0
+        self.initialised_from: dict[str, Any] | None = None  # init_from's provenance, kept in checkpoints
         self.elapsed_s = 0.0
         self.window: deque[dict[str, float]] = deque(maxlen=STATS_WINDOW)
         self.stop_signal: int | None = None  # set by a signal handler on this worker
@@ -172,6 +173,8 @@ class Trainer:
         )
         if found is not None:
             self._restore(state, storage, found)
+        elif cfg.init_from is not None:
+            self._initialise_from(cfg.init_from)
         logger = TrainLogger(
             self.run_dir, cfg.total_frames, self.frames, enabled=workers.is_main, resumed=found is not None
         )
@@ -191,7 +194,7 @@ class Trainer:
                 hidden, rollout = self._collect(storage, hidden)
                 learn_start = time.perf_counter()
                 progress = min(1.0, self.frames / cfg.total_frames)
-                lr = self.ppo.set_progress(progress)
+                lr = self.ppo.set_progress(progress, self.update)
                 losses = self.ppo.update(storage)
                 storage.after_update(hidden)
                 learning_s = time.perf_counter() - learn_start
@@ -353,6 +356,7 @@ class Trainer:
                     "elapsed_s": self.elapsed_s,
                 },
                 "window": list(self.window),
+                "initialised_from": self.initialised_from,
                 "world_size": self.workers.world_size,
                 "workers": gathered,
             }
@@ -377,11 +381,39 @@ class Trainer:
         self.update, self.frames = counters["update"], counters["frames"]
         self.episodes, self.elapsed_s = counters["episodes"], counters["elapsed_s"]
         self.window = deque(state["window"], maxlen=STATS_WINDOW)
+        self.initialised_from = state.get("initialised_from")
         mine = state["workers"][self.workers.rank]
         self.sim.load_state_dict(mine["sim"])
         to_device = {k: v.to(self.device) for k, v in mine["carry"].items()}
         storage.load_carry_state(to_device, self._observe(self.sim.observe()))
         ckpt.set_rng_state(mine["rng"], self.device)
+
+    def _initialise_from(self, source: str) -> None:
+        """Load the weights of `source` (TrainConfig.init_from), which must have this run's architecture."""
+        from navzoo.zoo import load  # the zoo reads run folders, which this module writes
+
+        model = load(source)
+        if model.config != self.policy.config:
+            mine, theirs = self.policy.config.to_dict(), model.config.to_dict()
+            changed = [
+                f"{k}: {theirs.get(k)!r} there, {v!r} here" for k, v in mine.items() if v != theirs.get(k)
+            ]
+            raise ConfigError(
+                "init_from",
+                source,
+                f"a model of this run's architecture; it differs in {', '.join(changed)}. Set model, policy "
+                "and sim (sensors, resolution) as that model was trained",
+            )
+        self.policy.load_state_dict(model.state_dict())
+        # What the weights had learnt before this run, for the model card: the recipe, stage by stage.
+        before = model.provenance or {}
+        self.initialised_from = {
+            "source": source,
+            "algorithm": (before.get("train_config") or {}).get("algorithm"),
+            "frames": before.get("frames"),
+            "wall_time_s": before.get("wall_time_s"),
+            **({"initialised_from": before["initialised_from"]} if "initialised_from" in before else {}),
+        }
 
     def _check_architecture(self, state: dict, path: Path) -> None:
         """CheckpointError naming the changed settings if the checkpoint's tensors do not fit the policy."""
@@ -413,6 +445,7 @@ class Trainer:
             "wall_time_s": round(self.elapsed_s, 1),
             "workers": self.workers.world_size,
             "machine": _machine(self.device),
+            **({"initialised_from": self.initialised_from} if self.initialised_from else {}),
             "training_episodes": {
                 k.removeprefix("episode/"): v for k, v in metrics.items() if k.startswith("episode/")
             },
