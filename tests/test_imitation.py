@@ -33,16 +33,47 @@ def test_inflection_weights_hand_computed():
 
 
 def test_imitation_losses_hand_computed():
-    log_probs = torch.log(torch.tensor([[0.5, 0.25]]))
-    weights = torch.tensor([[1.0, 3.0]])
-    values, returns = torch.tensor([[1.0, 2.0]]), torch.tensor([[0.0, 0.0]])
-    losses = imitation_losses(log_probs, weights, values, returns, value_loss_coef=0.5)
+    # One environment, two steps; actions stop, forward, left, right. The oracle goes forward, then stops.
+    probs = torch.tensor([[[0.25, 0.5, 0.125, 0.125], [0.25, 0.25, 0.25, 0.25]]]).transpose(0, 1)
+    oracle = torch.tensor([[1], [0]])
+    weights = torch.tensor([[1.0], [3.0]])
+    values, returns = torch.tensor([[1.0], [2.0]]), torch.tensor([[0.0], [0.0]])
+    losses = imitation_losses(probs.log(), oracle, weights, values, returns, value_loss_coef=0.5)
     action = (math.log(2) + 3 * math.log(4)) / 4  # the weighted mean cross-entropy
     value = 0.5 * (1 + 4) / 2
     assert losses.action.item() == pytest.approx(action)
     assert losses.value.item() == pytest.approx(value)
     assert losses.total.item() == pytest.approx(action + 0.5 * value)
     assert losses.oracle_prob.item() == pytest.approx(0.375)
+    # Only the first step goes on, where p(stop) = 1/4: -log(3/4), weighted into the total.
+    assert losses.early_stop.item() == pytest.approx(-math.log(0.75))
+    assert losses.early_stop_prob.item() == pytest.approx(0.25)
+    weighted = imitation_losses(probs.log(), oracle, weights, values, returns, 0.5, early_stop_weight=2.0)
+    assert weighted.total.item() == pytest.approx(action + 2 * -math.log(0.75) + 0.5 * value)
+
+
+def test_early_stop_loss_is_finite_when_the_policy_is_sure_to_stop():
+    certain = torch.tensor([[[1.0, 0.0, 0.0, 0.0]]]).clamp(min=1e-30).log()
+    losses = imitation_losses(
+        certain,
+        torch.tensor([[1]]),
+        torch.ones(1, 1),
+        torch.zeros(1, 1),
+        torch.zeros(1, 1),
+        0.5,
+        early_stop_weight=1.0,
+    )
+    assert losses.early_stop.item() == pytest.approx(-math.log(1e-6), rel=1e-3)
+    none_going_on = imitation_losses(
+        certain,
+        torch.tensor([[0]]),
+        torch.ones(1, 1),
+        torch.zeros(1, 1),
+        torch.zeros(1, 1),
+        0.5,
+        early_stop_weight=1.0,
+    )
+    assert none_going_on.early_stop.item() == 0.0
 
 
 def test_teacher_share_decays_linearly_and_decides_who_drives():
@@ -71,19 +102,20 @@ def test_update_raises_the_probability_of_the_oracle_labels():
     storage = labelled_storage(8, 6)
     storage.oracle_actions.fill_(2)  # whatever was driven, the oracle would have turned left
     config = PPOConfig(ppo_epoch=4, num_mini_batch=2, lr=1e-2, value_loss_coef=0.5)
-    dagger = DAgger(policy, config, ImitationConfig(inflection_weight=2.0), config.lr, CPU, distributed=False)
+    imitation = ImitationConfig(inflection_weight=2.0, early_stop_weight=1.0)
+    dagger = DAgger(policy, config, imitation, config.lr, CPU, distributed=False)
 
     def oracle_prob() -> float:
         with torch.no_grad():
             batch = next(storage.minibatches(1))
-            _, log_probs, _ = dagger.evaluator(
+            _, log_probs, _, _ = dagger.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
             )
         return log_probs.exp().mean().item()
 
     before = oracle_prob()
     stats = dagger.update(storage)
-    assert set(stats) == {"action", "value", "oracle_prob", "grad_norm"}
+    assert set(stats) == {"action", "early_stop", "value", "oracle_prob", "early_stop_prob", "grad_norm"}
     assert oracle_prob() > before + 0.05
 
 

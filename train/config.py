@@ -103,6 +103,9 @@ class ImitationConfig:
     # Steps where the oracle's action changes (and episode starts) weigh this much more in the loss: the few
     # turns that matter are otherwise drowned by runs of move_forward (Wijmans et al. 2019). 1 turns it off.
     inflection_weight: float = 1.0
+    # A stop where the oracle goes on ends the episode in failure, while any other wrong action costs a step
+    # or two, so this weighs -log(1 - p(stop)) on every step the oracle does not stop. 0 turns it off.
+    early_stop_weight: float = 0.0
 
     def __post_init__(self):
         check_field_types(self, "imitation.")
@@ -113,6 +116,8 @@ class ImitationConfig:
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a share in [0, 1]")
         _positive_int("imitation.oracle_decay_frames", self.oracle_decay_frames)
         _positive("imitation.inflection_weight", self.inflection_weight)
+        if self.early_stop_weight < 0:
+            raise ConfigError("imitation.early_stop_weight", self.early_stop_weight, "a number >= 0")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import torch
 
 from navzoo.models.policy import ActorCritic
 from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import STOP
 from navzoo.train.config import ImitationConfig, PPOConfig
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
@@ -31,8 +32,10 @@ from navzoo.train.teacher import StraightLineOracle
 class ImitationLosses:
     total: torch.Tensor
     action: torch.Tensor  # weighted cross-entropy of the oracle's actions
+    early_stop: torch.Tensor  # mean -log(1 - p(stop)) where the oracle does not stop
     value: torch.Tensor
     oracle_prob: torch.Tensor  # mean probability the policy gives the oracle's action
+    early_stop_prob: torch.Tensor  # mean probability of stop where the oracle does not stop
 
 
 def inflection_weights(oracle_actions: torch.Tensor, masks: torch.Tensor, weight: float) -> torch.Tensor:
@@ -46,18 +49,30 @@ def inflection_weights(oracle_actions: torch.Tensor, masks: torch.Tensor, weight
 
 
 def imitation_losses(
-    oracle_log_probs: torch.Tensor,
+    action_log_probs: torch.Tensor,
+    oracle_actions: torch.Tensor,
     weights: torch.Tensor,
     values: torch.Tensor,
     returns: torch.Tensor,
     value_loss_coef: float,
+    early_stop_weight: float = 0.0,
 ) -> ImitationLosses:
-    """Behaviour cloning: the weighted mean of -log pi(oracle action), plus the critic's squared error."""
+    """Behaviour cloning: the weighted mean of -log pi(oracle action) over [L, n] steps (`action_log_probs`
+    is [L, n, A]), plus `early_stop_weight` times the mean -log(1 - pi(stop)) over the steps where the
+    oracle does not stop, plus the critic's squared error."""
+    oracle_log_probs = action_log_probs.gather(-1, oracle_actions[..., None]).squeeze(-1)
     action = -(weights * oracle_log_probs).sum() / weights.sum()
+    going_on = oracle_actions != STOP
+    stop_prob = action_log_probs[..., STOP].exp()
+    # Clamped so that a policy sure of stopping gives a large finite loss, not an infinite one.
+    early = -torch.log1p(-stop_prob.clamp(max=1 - 1e-6))[going_on]
+    early_stop = early.mean() if early.numel() else action.new_zeros(())
     value = 0.5 * ((values - returns) ** 2).mean()
+    total = action + early_stop_weight * early_stop + value_loss_coef * value
     with torch.no_grad():
         oracle_prob = oracle_log_probs.exp().mean()
-    return ImitationLosses(action + value_loss_coef * value, action, value, oracle_prob)
+        early_prob = stop_prob[going_on].mean() if early.numel() else action.new_zeros(())
+    return ImitationLosses(total, action, early_stop, value, oracle_prob, early_prob)
 
 
 class DAgger(PPO):
@@ -78,15 +93,21 @@ class DAgger(PPO):
 
     def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         with self.autocast():
-            values, log_probs, _ = self.evaluator(
+            values, _, _, action_log_probs = self.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
             )
         weights = inflection_weights(batch.oracle_actions, batch.masks, self.imitation.inflection_weight)
         losses = imitation_losses(
-            log_probs.float(), weights, values.float(), batch.returns, self.config.value_loss_coef
+            action_log_probs.float(),
+            batch.oracle_actions,
+            weights,
+            values.float(),
+            batch.returns,
+            self.config.value_loss_coef,
+            self.imitation.early_stop_weight,
         )
-        stats = {"action": losses.action, "value": losses.value, "oracle_prob": losses.oracle_prob}
-        return losses.total, stats
+        names = ("action", "early_stop", "value", "oracle_prob", "early_stop_prob")
+        return losses.total, {name: getattr(losses, name) for name in names}
 
 
 class OracleTeacher:

@@ -122,7 +122,7 @@ class ActionEvaluator(nn.Module):
 
     def forward(self, observations, hidden, prev_actions, masks, actions):
         result = self.policy.evaluate_actions(observations, hidden, prev_actions, masks, actions)
-        return result.value, result.log_prob, result.entropy
+        return result.value, result.log_prob, result.entropy, result.action_log_probs
 
 
 class PPO:
@@ -197,7 +197,7 @@ class PPO:
         """The loss to minimise on a mini-batch and the statistics logged under loss/."""
         cfg = self.config
         with self.autocast():
-            values, log_probs, entropy = self.evaluator(
+            values, log_probs, entropy, _ = self.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.actions
             )
         values = values.float()

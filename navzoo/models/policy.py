@@ -61,6 +61,7 @@ class EvaluateResult:
     log_prob: torch.Tensor  # [T, N]
     entropy: torch.Tensor  # [T, N]
     hidden: torch.Tensor  # [N, R, H] after the last step
+    action_log_probs: torch.Tensor  # [T, N, A] log-probabilities of every action
 
 
 class CategoricalNet(nn.Module):
@@ -193,9 +194,8 @@ class ActorCritic(nn.Module):
             )
         out = self(observations, hidden, prev_actions, masks)
         actions = actions.long()
-        return EvaluateResult(
-            out.value, out.distribution.log_prob(actions), out.distribution.entropy(), out.hidden
-        )
+        dist = out.distribution
+        return EvaluateResult(out.value, dist.log_prob(actions), dist.entropy(), out.hidden, dist.logits)
 
     def freeze_visual_encoder(self) -> VisualEncoder:
         """Freeze the visual encoder (no gradients, always in eval mode) and return it."""
