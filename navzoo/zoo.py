@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -409,8 +410,15 @@ def load(
             f"habitat-baselines checkpoint first: `navzoo convert {text} <folder>`"
         )
     if text not in _REGISTRY and (isinstance(name, Path) or "/" in text or text.startswith(".")):
+        # "org/name" is how the Hub spells a repository, so say how navzoo spells it.
+        hub_hint = (
+            f", or write {HF_HUB_PREFIX}{text} for the Hugging Face Hub repository {text}"
+            if not isinstance(name, Path) and re.fullmatch(r"\w[\w.-]*/\w[\w.-]*", text)
+            else ""
+        )
         raise UnknownModelError(
             f"{text!r} is not an existing folder; pass a folder with config.json and model.safetensors"
+            + hub_hint
         )
     return load_entry(
         text, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only, device=device

@@ -141,8 +141,12 @@ def test_unknown_names_and_architectures_without_weights():
         navzoo.load("pointnav-blnd")
     with pytest.raises(UnknownModelError, match="list_models"):
         navzoo.load("completely-different")
-    with pytest.raises(UnknownModelError, match="not an existing folder"):
+    with pytest.raises(UnknownModelError, match="not an existing folder") as folder:
         navzoo.load("./no/such/folder")
+    assert "hf-hub:" not in str(folder.value)
+    # A Hub repository id written without the prefix: the message says how to write it.
+    with pytest.raises(UnknownModelError, match="write hf-hub:org/model for the Hugging Face Hub"):
+        navzoo.load("org/model")
     with pytest.raises(UnknownModelError, match="navzoo convert"):
         navzoo.load(Path(__file__))
     with pytest.raises(
