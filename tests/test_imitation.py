@@ -54,26 +54,14 @@ def test_imitation_losses_hand_computed():
 
 def test_early_stop_loss_is_finite_when_the_policy_is_sure_to_stop():
     certain = torch.tensor([[[1.0, 0.0, 0.0, 0.0]]]).clamp(min=1e-30).log()
-    losses = imitation_losses(
-        certain,
-        torch.tensor([[1]]),
-        torch.ones(1, 1),
-        torch.zeros(1, 1),
-        torch.zeros(1, 1),
-        0.5,
-        early_stop_weight=1.0,
-    )
-    assert losses.early_stop.item() == pytest.approx(-math.log(1e-6), rel=1e-3)
-    none_going_on = imitation_losses(
-        certain,
-        torch.tensor([[0]]),
-        torch.ones(1, 1),
-        torch.zeros(1, 1),
-        torch.zeros(1, 1),
-        0.5,
-        early_stop_weight=1.0,
-    )
-    assert none_going_on.early_stop.item() == 0.0
+
+    def early_stop(oracle_action: int) -> float:
+        zeros = torch.zeros(1, 1)
+        oracle = torch.tensor([[oracle_action]])
+        return imitation_losses(certain, oracle, torch.ones(1, 1), zeros, zeros, 0.5, 1.0).early_stop.item()
+
+    assert early_stop(1) == pytest.approx(-math.log(1e-6), rel=1e-3)
+    assert early_stop(0) == 0.0  # no step goes on
 
 
 def test_teacher_share_decays_linearly_and_decides_who_drives():
