@@ -36,6 +36,8 @@ DDPPO_URL = "https://arxiv.org/abs/1911.00357"
 DDPPO_RELEASE_URL = "https://dl.fbaipublicfiles.com/habitat/data/baselines/v1/ddppo/ddppo-models/"
 BPS_PAPER = "Shacklett et al., Large Batch Simulation for Deep Reinforcement Learning, ICLR 2021"
 BPS_URL = "https://arxiv.org/abs/2103.07013"
+HABITAT_PAPER = "Savva et al., Habitat: A Platform for Embodied AI Research, ICCV 2019"
+HABITAT_URL = "https://arxiv.org/abs/1904.01201"
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,10 @@ def _released(
     )
 
 
-def _architecture(name: str, config: PolicyConfig, description: str, paper: str = DDPPO_PAPER) -> None:
-    provenance = Provenance(paper=paper, paper_url=BPS_URL if paper == BPS_PAPER else DDPPO_URL)
+def _architecture(
+    name: str, config: PolicyConfig, description: str, paper: str = DDPPO_PAPER, paper_url: str = DDPPO_URL
+) -> None:
+    provenance = Provenance(paper=paper, paper_url=paper_url)
     register_model(ModelEntry(name, config, description, provenance, ("architecture",)))
 
 
@@ -246,12 +250,21 @@ _architecture(
     _depth("se_resnet9", resolution=(64, 64)),
     "BPS's SE-ResNet9 (SpaceToDepth stem, Fixup, no normalisation) depth agent at 64x64",
     BPS_PAPER,
+    BPS_URL,
 )
 _architecture(
     "bps-se-resnet9-rgb",
     _rgb("se_resnet9", resolution=(64, 64)),
     "BPS's SE-ResNet9 RGB agent at 64x64",
     BPS_PAPER,
+    BPS_URL,
+)
+_architecture(
+    "pointnav-simple-cnn",
+    _depth("simple_cnn", hidden_size=512, rnn_type="GRU", num_recurrent_layers=1),
+    "habitat's SimpleCNN (PointNavBaselinePolicy's encoder: three convs) in the DD-PPO policy, GRU512",
+    HABITAT_PAPER,
+    HABITAT_URL,
 )
 for _timm_name, _sensors in (("resnet18", "depth"), ("resnet50", "depth"), ("resnet50", "rgb")):
     register_model(

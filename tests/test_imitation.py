@@ -152,6 +152,24 @@ def test_teacher_walks_straight_lines_where_the_grid_oracle_zigzags():
     assert summary["success"] >= 0.97 and summary["spl"] >= 0.95, summary
 
 
+def test_cpu_kernel_gives_the_tensor_version_s_labels():
+    """The numba kernel stops at each segment's first blocked point; the labels must not change."""
+    sim = BatchSim(SimConfig(split="train", num_envs=32, sensors=(), seed=3))
+    try:
+        sim.reset()
+        teacher = StraightLineOracle(sim)
+        generator = torch.Generator().manual_seed(0)
+        for _ in range(100):
+            labels = teacher.actions()
+            assert torch.equal(labels, teacher.tensor_actions())
+            # Mostly the teacher's way, with random detours into poses it would not choose.
+            detour = torch.randint(1, 4, (32,), generator=generator)
+            sim.step(torch.where(torch.rand(32, generator=generator) < 0.7, labels, detour))
+        assert sim.episode_counter.sum() > 32  # episodes ended and restarted along the way
+    finally:
+        sim.close()
+
+
 class TeacherAgent:
     """The teacher as an evaluation agent."""
 

@@ -2,7 +2,7 @@
 
 The habitat-baselines wheel is pure Python. Its package __init__ imports habitat (not installable
 here), so the reference files are loaded by path from the installed distribution:
-rl/ddppo/policy/resnet.py and running_mean_and_var.py need only torch; rl/models/rnn_state_encoder.py
+rl/ddppo/policy/resnet.py, running_mean_and_var.py and rl/models/simple_cnn.py need only torch (and numpy); rl/models/rnn_state_encoder.py
 also imports common/tensor_dict.py (torch + numpy), which is loaded by path too and registered under its
 package name while rnn_state_encoder.py is executed. The policy-level glue of resnet_policy.py (which
 imports habitat) is transcribed in `reference_forward` below, line for line.
@@ -47,6 +47,7 @@ def load_reference() -> SimpleNamespace:
         pytest.skip("habitat-baselines is not installed (pip install -e '.[test]'); it is the reference")
     resnet = _load_file(dist, "rl/ddppo/policy/resnet.py", "_hb_ref_resnet")
     running = _load_file(dist, "rl/ddppo/policy/running_mean_and_var.py", "_hb_ref_running_mean_and_var")
+    simple_cnn = _load_file(dist, "rl/models/simple_cnn.py", "_hb_ref_simple_cnn")
     tensor_dict = _load_file(dist, "common/tensor_dict.py", "_hb_ref_tensor_dict")
     key = "habitat_baselines.common.tensor_dict"
     previous = sys.modules.get(key)
@@ -58,7 +59,9 @@ def load_reference() -> SimpleNamespace:
             del sys.modules[key]
         else:
             sys.modules[key] = previous
-    return SimpleNamespace(resnet=resnet, running=running, rnn=rnn, version=dist.version)
+    return SimpleNamespace(
+        resnet=resnet, running=running, simple_cnn=simple_cnn, rnn=rnn, version=dist.version
+    )
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +113,31 @@ def test_backbone_weights_and_outputs_match_reference_both_ways(ref, name):
             torch.testing.assert_close(ours(x), expected, **TOL)
             torch.testing.assert_close(copy_back(x), expected, **TOL)
         assert expected.shape[-2:] == GroupNormResNet.output_size(size)
+
+
+@pytest.mark.parametrize(("sensors", "size"), [(("depth",), (64, 64)), (("depth", "rgb"), (72, 100))])
+def test_simple_cnn_encoder_matches_habitat_simple_cnn(ref, sensors, size):
+    """navzoo's SimpleCNN backbone followed by the policy's visual_fc is habitat's SimpleCNN, weight for
+    weight: its convolutions are cnn.0/2/4 in both, habitat's Linear (cnn.6) is navzoo's visual_fc.1."""
+    config = PolicyConfig(backbone="simple_cnn", sensors=(*sensors, GOAL_SENSOR), resolution=size)
+    ours = PointNavPolicy(config).eval()
+    channels = {"depth": 1, "rgb": 3}
+    space = SimpleNamespace(spaces={s: SimpleNamespace(shape=(*size, channels[s])) for s in sensors})
+    theirs = ref.simple_cnn.SimpleCNN(space, config.hidden_size).eval()
+    randomize_(ours, seed=3)
+    state = _sub(ours.state_dict(), "net.visual_encoder.backbone.")
+    state.update({f"cnn.6.{k}": v for k, v in _sub(ours.state_dict(), "net.visual_fc.1.").items()})
+    theirs.load_state_dict(state, strict=True)
+    observations = {"depth": torch.rand(2, *size, 1)}
+    if "rgb" in sensors:
+        observations["rgb"] = torch.randint(0, 256, (2, *size, 3), dtype=torch.uint8)
+    with torch.no_grad():
+        mine = ours.net.visual_fc(ours.net.visual_encoder(observations))
+        # habitat concatenates RGB before depth; navzoo depth first (see configuration.VISUAL_SENSORS).
+        if "rgb" in sensors:
+            conv = theirs.cnn[0]
+            conv.weight.copy_(torch.cat([conv.weight[:, 1:], conv.weight[:, :1]], dim=1))
+        torch.testing.assert_close(mine, theirs(observations), **TOL)
 
 
 def test_running_mean_and_var_matches_reference(ref):

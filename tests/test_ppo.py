@@ -13,6 +13,7 @@ import torch
 
 import navzoo
 from navzoo.models import GOAL_SENSOR
+from navzoo.train import ppo as ppo_module
 from navzoo.train.config import PPOConfig
 from navzoo.train.ppo import PPO, actor_lr_factor, ppo_losses, vtrace
 from navzoo.train.rollout import RolloutStorage
@@ -523,6 +524,10 @@ def test_lamb_optimizer_update():
     assert max_change(policy, before) > 0
 
 
+@pytest.mark.skipif(
+    not ppo_module.cpu_has_native_bfloat16(),
+    reason="this CPU has no native bfloat16 (oneDNN refuses its LSTM there)",
+)
 def test_amp_update_on_cpu_uses_bfloat16():
     policy = tiny_policy()
     config = PPOConfig(amp=True, ppo_epoch=1, num_mini_batch=2)
@@ -535,6 +540,15 @@ def test_amp_update_on_cpu_uses_bfloat16():
     assert_finite(ppo.update(collect(policy)))
     assert max_change(policy, before) > 0
     assert all(p.dtype == torch.float32 for p in policy.parameters())  # master weights stay float32
+
+
+def test_amp_on_a_cpu_without_bfloat16_trains_in_float32(monkeypatch):
+    monkeypatch.setattr(ppo_module, "cpu_has_native_bfloat16", lambda: False)
+    with pytest.warns(UserWarning, match="no native bfloat16"):
+        ppo = PPO(tiny_policy(), PPOConfig(amp=True), lr=1e-3, device=CPU, distributed=False)
+    assert ppo.amp_dtype is None
+    with ppo.autocast():
+        assert not torch.is_autocast_enabled("cpu")
 
 
 def test_vtrace_update_runs():

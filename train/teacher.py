@@ -3,16 +3,23 @@
 navzoo.baselines.OracleAgent follows the local gradient of the scene's distance field, a shortest path on
 an 8-connected grid. That is cheap and near-perfect by SPL, but it zigzags between the grid's 45-degree
 directions (turn, forward, the opposite turn on 13% of its steps), and a learner cannot predict when from
-what it sees. This teacher costs about 20 times more per step and is as good (SPL 0.99 on val), and its
-actions come in runs that a policy can learn.
+what it sees. This teacher is as good (SPL 0.99 on val), and its actions come in runs that a policy can
+learn.
+
+On the CPU it runs as a numba kernel that walks each candidate segment only up to its first blocked point:
+about 10,000 labels per second on one core, 17 times the tensor version, which computes the same labels
+for every point of every segment and serves CUDA simulators.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
+from numba import njit
 
+from navzoo.sim import kernels
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 
@@ -37,21 +44,57 @@ class StraightLineOracle:
 
     def __init__(self, sim: BatchSim):
         self.sim = sim
+        dev = sim.device
+        self.angles = torch.arange(DIRECTIONS, device=dev) * (2 * math.pi / DIRECTIONS)
+        self.units = torch.stack([torch.cos(self.angles), torch.sin(self.angles)], 1)
+        self.marches = torch.arange(1, MARCHES + 1, device=dev) * MARCH
+        self.ahead = torch.tensor([round(d / MARCH) - 1 for d in LOOKAHEAD], device=dev)
+        self.goal_samples = torch.linspace(0, 1, GOAL_SAMPLES, device=dev)
 
     def actions(self) -> torch.Tensor:
         """The teacher's action [N] in every environment's current state (it needs no observations)."""
+        if self.sim.device.type == "cpu":
+            return self._cpu_actions()
+        return self.tensor_actions()
+
+    def _cpu_actions(self) -> torch.Tensor:
+        sim, cfg = self.sim, self.sim.config
+        pool = sim.pool
+        out = np.empty(sim.num_envs, dtype=np.int64)
+        _teacher_kernel(
+            pool.atlas.heights.numpy(),
+            np.float32(pool.cell_size),
+            pool.fields.numpy(),
+            np.float32(pool.nav_cell),
+            sim.slot.numpy(),
+            sim.pos.numpy(),
+            sim.heading.numpy(),
+            sim.goal.numpy(),
+            sim.field.numpy(),
+            self.units.numpy(),
+            self.angles.numpy(),
+            self.marches.numpy(),
+            self.ahead.numpy(),
+            self.goal_samples.numpy(),
+            np.float32(cfg.agent_radius),
+            np.float32(cfg.success_distance),
+            np.float32(math.radians(cfg.turn_angle)),
+            round(cfg.forward_step / MARCH) - 1,
+            out,
+        )
+        return torch.from_numpy(out)
+
+    def tensor_actions(self) -> torch.Tensor:
+        """The same labels from tensor operations on every point at once (any device)."""
         sim, cfg = self.sim, self.sim.config
         n, dev = sim.num_envs, sim.device
-        angles = torch.arange(DIRECTIONS, device=dev) * (2 * math.pi / DIRECTIONS)
-        units = torch.stack([torch.cos(angles), torch.sin(angles)], 1)
+        angles, units, marches, ahead = self.angles, self.units, self.marches, self.ahead
         # Is every point up to each march step navigable? [n, D, K]
-        marches = torch.arange(1, MARCHES + 1, device=dev) * MARCH
         points = sim.pos[:, None, None, :] + units[None, :, None, :] * marches[None, None, :, None]
         envs = torch.arange(n, device=dev)
         free = sim.is_navigable(points.reshape(-1, 2), envs.repeat_interleave(points[0, ..., 0].numel()))
         visible = free.view(n, DIRECTIONS, MARCHES).cumprod(2).bool()
         # Cost of walking straight to each look-ahead point, then the field's way from there.
-        ahead = torch.tensor([round(d / MARCH) - 1 for d in LOOKAHEAD], device=dev)
         ends = points[:, :, ahead]
         rest = sim.geodesic_distance(ends.reshape(-1, 2), envs.repeat_interleave(ends[0, ..., 0].numel()))
         cost = marches[ahead] + rest.view(ends.shape[:-1])
@@ -60,8 +103,7 @@ class StraightLineOracle:
         # The goal in sight beats any look-ahead point.
         to_goal = sim.goal - sim.pos
         distance = to_goal.norm(dim=1)
-        samples = torch.linspace(0, 1, GOAL_SAMPLES, device=dev)
-        line = sim.pos[:, None] + to_goal[:, None] * samples[None, :, None]
+        line = sim.pos[:, None] + to_goal[:, None] * self.goal_samples[None, :, None]
         in_sight = sim.is_navigable(line.reshape(-1, 2), envs.repeat_interleave(GOAL_SAMPLES))
         in_sight = in_sight.view(n, -1).all(1) & (distance <= MARCH * MARCHES)
         best = torch.where(in_sight, torch.atan2(to_goal[:, 1], to_goal[:, 0]), best)
@@ -79,3 +121,68 @@ class StraightLineOracle:
         action = torch.where(straight, MOVE_FORWARD, torch.where(error > 0, TURN_LEFT, TURN_RIGHT))
         here = sim.geodesic_distance(sim.pos)
         return torch.where(here <= cfg.success_distance, STOP, action)
+
+
+@njit(cache=True)
+def _teacher_kernel(
+    heights,
+    cell_size,
+    fields,
+    nav_cell,
+    slots,
+    pos,
+    heading,
+    goal,
+    field,
+    units,
+    angles,
+    marches,
+    ahead,
+    goal_samples,
+    radius,
+    success_distance,
+    turn,
+    step_index,
+    out,
+):
+    """StraightLineOracle.tensor_actions, one environment at a time, each segment walked only up to its
+    first blocked point."""
+    directions, steps = units.shape[0], marches.shape[0]
+    visible = np.empty(directions, np.int64)  # free march points before the first blocked one
+    pi, two_pi = np.float32(math.pi), np.float32(2 * math.pi)
+    for i in range(pos.shape[0]):
+        slot, f, x, y = slots[i], field[i], pos[i, 0], pos[i, 1]
+        best_cost, best_direction = np.float32(np.inf), 0
+        for d in range(directions):
+            ux, uy = units[d, 0], units[d, 1]
+            k = 0
+            while k < steps and kernels.disc_free(
+                heights, cell_size, slot, x + ux * marches[k], y + uy * marches[k], radius
+            ):
+                k += 1
+            visible[d] = k
+            for j in ahead:
+                if j < k:
+                    end = kernels.geodesic(fields, f, nav_cell, x + ux * marches[j], y + uy * marches[j])
+                    if marches[j] + end < best_cost:
+                        best_cost, best_direction = marches[j] + end, d
+        best = angles[best_direction]
+        to_x, to_y = goal[i, 0] - x, goal[i, 1] - y
+        distance = np.float32(math.sqrt(to_x * to_x + to_y * to_y))
+        in_sight = distance <= marches[steps - 1]
+        for s in goal_samples:
+            if not in_sight:
+                break
+            in_sight = kernels.disc_free(heights, cell_size, slot, x + to_x * s, y + to_y * s, radius)
+        if in_sight:
+            best = np.float32(math.atan2(to_y, to_x))
+        shifted = best - heading[i] + pi
+        error = shifted - two_pi * math.floor(shifted / two_pi) - pi  # torch.remainder's sign convention
+        passes = abs(error) < math.pi / 2 and distance * math.sin(abs(error)) <= success_distance / 2
+        straight = (passes and in_sight) or abs(error) <= 0.75 * turn
+        heading_bin = int(np.rint(heading[i] / np.float32(2 * math.pi / directions))) % directions
+        straight = straight and visible[heading_bin] > step_index
+        action = MOVE_FORWARD if straight else (TURN_LEFT if error > 0 else TURN_RIGHT)
+        if kernels.geodesic(fields, f, nav_cell, x, y) <= success_distance:
+            action = STOP
+        out[i] = action

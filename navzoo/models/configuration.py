@@ -20,6 +20,7 @@ SENSORS = (*VISUAL_SENSORS, GOAL_SENSOR)
 # Backbones of habitat-baselines' rl/ddppo/policy/resnet.py (spelled as there, so configs read the same).
 HABITAT_BACKBONES = ("resnet18", "resnet50", "resneXt50", "se_resnet50", "se_resneXt50", "se_resneXt101")
 BPS_BACKBONES = ("se_resnet9",)
+SIMPLE_BACKBONES = ("simple_cnn",)  # habitat-baselines' SimpleCNN (PointNavBaselinePolicy's encoder)
 TIMM_PREFIX = "timm:"
 RNN_TYPES = ("LSTM", "GRU")
 # Upper bounds on the sizes that decide memory, so a typo (or a hostile config.json) is refused before a
@@ -29,19 +30,22 @@ MAX_RESOLUTION = 4096
 
 
 def backbone_family(backbone: str | None) -> str:
-    """'blind', 'habitat', 'bps' or 'timm'."""
+    """'blind', 'habitat', 'bps', 'simple' or 'timm'."""
     if backbone is None:
         return "blind"
     if backbone in HABITAT_BACKBONES:
         return "habitat"
     if backbone in BPS_BACKBONES:
         return "bps"
+    if backbone in SIMPLE_BACKBONES:
+        return "simple"
     if backbone.startswith(TIMM_PREFIX) and len(backbone) > len(TIMM_PREFIX):
         return "timm"
     raise ConfigError(
         "backbone",
         backbone,
-        f"one of {', '.join(HABITAT_BACKBONES + BPS_BACKBONES)}, 'timm:<timm model name>' or None",
+        f"one of {', '.join(HABITAT_BACKBONES + BPS_BACKBONES + SIMPLE_BACKBONES)}, "
+        "'timm:<timm model name>' or None",
     )
 
 
@@ -52,8 +56,9 @@ class PolicyConfig:
     `backbone=None` is the blind agent (no visual sensor). Fields left as None get the default of the
     backbone family in __post_init__, so a saved config always holds concrete values:
     `base_planes` 32 (habitat half width) or 64 (BPS SE-ResNet9), `input_avgpool` True except for the
-    SE-ResNet9 (BPS feeds 64x64 directly), `normalize_visual_inputs` True when RGB feeds a habitat or BPS
-    backbone (habitat's running mean/var; timm encoders normalise with the ImageNet statistics instead).
+    SE-ResNet9 and the SimpleCNN (fed at full resolution), `normalize_visual_inputs` True when RGB feeds a
+    habitat or BPS backbone (habitat's running mean/var; timm encoders normalise with the ImageNet
+    statistics instead, and habitat's SimpleCNN only rescales RGB to [0, 1]).
     """
 
     backbone: str | None = "resnet50"
@@ -79,7 +84,8 @@ class PolicyConfig:
         if self.input_avgpool is None:
             object.__setattr__(self, "input_avgpool", family in ("habitat", "timm"))
         if self.normalize_visual_inputs is None:
-            object.__setattr__(self, "normalize_visual_inputs", "rgb" in self.sensors and family != "timm")
+            normalized = "rgb" in self.sensors and family in ("habitat", "bps")
+            object.__setattr__(self, "normalize_visual_inputs", normalized)
         self.validate()
 
     @property

@@ -2,7 +2,8 @@
 
 Channels of the visual sensors are concatenated (depth, then RGB rescaled from uint8 by 1/255), 2x2
 average-pooled (habitat and timm backbones), standardised by the running mean/var when configured, run
-through the backbone and compressed by a 3x3 conv to about 2048 values (1024 for BPS's SE-ResNet9).
+through the backbone and compressed by a 3x3 conv to about 2048 values (1024 for BPS's SE-ResNet9; habitat's
+SimpleCNN has no compression).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from navzoo.models.configuration import TIMM_PREFIX, PolicyConfig, compression_c
 from navzoo.models.resnet import GroupNormResNet
 from navzoo.models.running_mean_var import RunningMeanAndVar
 from navzoo.models.se_resnet9 import SEResNet9
+from navzoo.models.simple_cnn import SimpleCNN
 from navzoo.models.timm_encoder import TimmBackbone
 
 
@@ -25,6 +27,8 @@ def build_backbone(config: PolicyConfig) -> nn.Module:
         return GroupNormResNet(config.backbone, config.in_channels, config.base_planes)
     if config.family == "bps":
         return SEResNet9(config.in_channels, config.base_planes)
+    if config.family == "simple":
+        return SimpleCNN(config.in_channels)
     return TimmBackbone(config.backbone[len(TIMM_PREFIX) :], config.visual_sensors, config.timm_pretrained)
 
 
@@ -39,7 +43,11 @@ class VisualEncoder(nn.Module):
         )
         self.backbone = build_backbone(config)
         spatial = self.backbone.output_size(config.encoder_resolution)
-        if config.family == "bps":
+        if config.family == "simple":
+            # habitat's SimpleCNN feeds its last convolution straight to the Linear layer (visual_fc).
+            channels = self.backbone.final_channels
+            self.compression = nn.Identity()
+        elif config.family == "bps":
             # BPS: ~1024 values, channels a multiple of the group count, biased conv and no normalisation.
             channels = compression_channels(1024, spatial, multiple=config.base_planes // 2)
             self.compression = nn.Sequential(
