@@ -2,10 +2,11 @@
 
 The habitat-baselines wheel is pure Python. Its package __init__ imports habitat (not installable
 here), so the reference files are loaded by path from the installed distribution:
-rl/ddppo/policy/resnet.py, running_mean_and_var.py and rl/models/simple_cnn.py need only torch (and numpy); rl/models/rnn_state_encoder.py
-also imports common/tensor_dict.py (torch + numpy), which is loaded by path too and registered under its
-package name while rnn_state_encoder.py is executed. The policy-level glue of resnet_policy.py (which
-imports habitat) is transcribed in `reference_forward` below, line for line.
+rl/ddppo/policy/resnet.py, running_mean_and_var.py and rl/models/simple_cnn.py need only torch (and
+numpy); rl/models/rnn_state_encoder.py also imports common/tensor_dict.py (torch + numpy), which is
+loaded by path too and registered under its package name while rnn_state_encoder.py is executed. The
+policy-level glue of resnet_policy.py (which imports habitat) is transcribed in `reference_forward`
+below, line for line.
 """
 
 from __future__ import annotations

@@ -51,7 +51,9 @@ class SimConfig:
     explore_cell_size: float = 1.0
     episodes_file: str | None = None
     device: str = "cpu"
-    compile: bool = False  # torch.compile the renderer: ~1.8x faster steps after a one-off compile
+    # torch.compile the renderer's tensor kernels (CUDA): faster steps after a one-off compile. On the CPU a
+    # numba kernel renders (navzoo.sim.raycast_cpu) and this has no effect.
+    compile: bool = False
     seed: int = 0
 
     def __post_init__(self):
