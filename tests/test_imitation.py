@@ -13,7 +13,13 @@ from navzoo.errors import ConfigError
 from navzoo.evaluation import evaluate, summarize
 from navzoo.sim import MOVE_FORWARD, STOP, TURN_LEFT, BatchSim, SimConfig
 from navzoo.train.config import ImitationConfig, PPOConfig, load_config
-from navzoo.train.imitation import DAgger, OracleTeacher, imitation_losses, inflection_weights
+from navzoo.train.imitation import (
+    DAgger,
+    OracleTeacher,
+    bearing_loss,
+    imitation_losses,
+    inflection_weights,
+)
 from navzoo.train.teacher import StraightLineOracle
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -72,14 +78,14 @@ def test_teacher_share_decays_linearly_and_decides_who_drives():
         assert [teacher.share(f) for f in (0, 500, 1000, 5000)] == pytest.approx([1.0, 0.6, 0.2, 0.2])
         oracle = StraightLineOracle(sim).actions()
         learner = (oracle + 1) % 4  # never the oracle's action
-        actions, labels = teacher.drive(learner, frames=0)
+        actions, labels, _ = teacher.drive(learner, frames=0)
         assert torch.equal(labels, oracle) and torch.equal(actions, oracle)  # the oracle drives all
         torch.manual_seed(0)
         never = dataclasses.replace(config, oracle_share_start=0.0, oracle_share_end=0.0)
-        actions, _ = OracleTeacher(sim, never).drive(learner, frames=0)
+        actions, _, _ = OracleTeacher(sim, never).drive(learner, frames=0)
         assert torch.equal(actions, learner)
         torch.manual_seed(0)
-        actions, _ = teacher.drive(learner, frames=500)  # 60% oracle
+        actions, _, _ = teacher.drive(learner, frames=500)  # 60% oracle
         assert 0.4 < (actions == oracle).float().mean().item() < 0.8
     finally:
         sim.close()
@@ -96,7 +102,7 @@ def test_update_raises_the_probability_of_the_oracle_labels():
     def oracle_prob() -> float:
         with torch.no_grad():
             batch = next(storage.minibatches(1))
-            _, log_probs, _, _ = dagger.evaluator(
+            _, log_probs, _, _, _ = dagger.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
             )
         return log_probs.exp().mean().item()
@@ -105,6 +111,31 @@ def test_update_raises_the_probability_of_the_oracle_labels():
     stats = dagger.update(storage)
     assert set(stats) == {"action", "early_stop", "value", "oracle_prob", "early_stop_prob", "grad_norm"}
     assert oracle_prob() > before + 0.05
+
+
+def test_bearing_loss_hand_computed():
+    bearings = torch.tensor([0.0, math.pi / 2])
+    exact = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    assert bearing_loss(exact, bearings).item() == pytest.approx(0.0, abs=1e-12)
+    # The first prediction points the opposite way (squared error 4), the second is off by (0.5, 0).
+    predicted = torch.tensor([[-1.0, 0.0], [0.5, 1.0]])
+    assert bearing_loss(predicted, bearings).item() == pytest.approx((4 + 0.25) / 2)
+
+
+def test_bearing_head_learns_beside_the_policy_and_is_checkpointed():
+    policy = tiny_policy()
+    storage = labelled_storage(8, 6)
+    storage.oracle_bearings.fill_(math.pi / 2)  # the teacher's way is always to the left
+    config = PPOConfig(ppo_epoch=4, num_mini_batch=2, lr=1e-2)
+    dagger = DAgger(policy, config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, distributed=False)
+    first = dagger.update(storage)["bearing"]
+    for _ in range(5):
+        last = dagger.update(storage)["bearing"]
+    assert last < first / 2
+    assert not any(name.startswith("head") for name in policy.state_dict())  # not exported with the policy
+    again = DAgger(tiny_policy(), config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, False)
+    again.load_state_dict(dagger.state_dict())
+    assert torch.equal(again.trainable.head.weight, dagger.trainable.head.weight)
 
 
 def test_dagger_needs_pointgoal():
@@ -160,8 +191,10 @@ def test_cpu_kernel_gives_the_tensor_version_s_labels():
         teacher = StraightLineOracle(sim)
         generator = torch.Generator().manual_seed(0)
         for _ in range(100):
-            labels = teacher.actions()
-            assert torch.equal(labels, teacher.tensor_actions())
+            labels, bearings = teacher.labels()
+            reference_labels, reference_bearings = teacher.tensor_labels()
+            assert torch.equal(labels, reference_labels)
+            torch.testing.assert_close(bearings, reference_bearings, rtol=0, atol=1e-5)
             # Mostly the teacher's way, with random detours into poses it would not choose.
             detour = torch.randint(1, 4, (32,), generator=generator)
             sim.step(torch.where(torch.rand(32, generator=generator) < 0.7, labels, detour))

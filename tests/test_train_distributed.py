@@ -353,9 +353,13 @@ def test_resume_equals_uninterrupted_run(tmp_path):
 
 
 def test_imitation_resume_equals_uninterrupted_run(tmp_path):
-    """DAgger's oracle draws, its decaying share and its labels are restored exactly too (the share is
-    still above 0 at the stop, so both the oracle and the learner drive across it)."""
-    extra = ("algorithm=dagger", f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}")
+    """DAgger's oracle draws, its decaying share, its labels and its bearing head are restored exactly too
+    (the share is still above 0 at the stop, so both the oracle and the learner drive across it)."""
+    extra = (
+        "algorithm=dagger",
+        f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
+        "imitation.bearing_weight=0.5",
+    )
     _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
 
 

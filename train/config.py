@@ -106,6 +106,11 @@ class ImitationConfig:
     # A stop where the oracle goes on ends the episode in failure, while any other wrong action costs a step
     # or two, so this weighs -log(1 - p(stop)) on every step the oracle does not stop. 0 turns it off.
     early_stop_weight: float = 0.0
+    # Weight of an auxiliary loss: predict the teacher's bearing (the direction of its way relative to the
+    # agent's heading, as cos and sin) from the policy's recurrent features, with a linear head that is
+    # trained beside the policy and not exported. Every step then teaches a direction, not only which of
+    # four actions it leads to. 0 turns it off.
+    bearing_weight: float = 0.0
 
     def __post_init__(self):
         check_field_types(self, "imitation.")
@@ -116,8 +121,9 @@ class ImitationConfig:
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a share in [0, 1]")
         _positive_int("imitation.oracle_decay_frames", self.oracle_decay_frames)
         _positive("imitation.inflection_weight", self.inflection_weight)
-        if self.early_stop_weight < 0:
-            raise ConfigError("imitation.early_stop_weight", self.early_stop_weight, "a number >= 0")
+        for name in ("early_stop_weight", "bearing_weight"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"imitation.{name}", getattr(self, name), "a number >= 0")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ mini-batches like PPO's, through the same recurrent masking and DistributedDataP
 critic learns the rollout's returns meanwhile, so that DD-PPO fine-tuning of the same model starts with
 a useful value function (PIRLNav, Ramrakhya et al. 2023).
 
-`imitation_losses` and `inflection_weights` are the maths, small enough to check by hand; `DAgger` is PPO's
+`imitation_losses`, `inflection_weights` and `bearing_loss` are the maths, small enough to check by hand; `DAgger` is PPO's
 update with that loss; `OracleTeacher` labels the steps and picks who drives.
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from navzoo.models.policy import ActorCritic
 from navzoo.sim.batch_sim import BatchSim
@@ -75,6 +76,13 @@ def imitation_losses(
     return ImitationLosses(total, action, early_stop, value, oracle_prob, early_prob)
 
 
+def bearing_loss(predicted: torch.Tensor, bearings: torch.Tensor) -> torch.Tensor:
+    """Mean squared error between predicted [..., 2] and the unit vectors (cos, sin) of `bearings` [...],
+    summed over the two components: 0 when exact, 4 when pointing the opposite way."""
+    target = torch.stack([torch.cos(bearings), torch.sin(bearings)], -1)
+    return ((predicted - target) ** 2).sum(-1).mean()
+
+
 class DAgger(PPO):
     """PPO's update machinery (epochs, mini-batches of whole sequences, optimiser, AMP, DDP) with the
     imitation loss."""
@@ -88,12 +96,14 @@ class DAgger(PPO):
         device: torch.device,
         distributed: bool,
     ):
-        super().__init__(policy, config, lr, device, distributed)
+        # The bearing head reads the recurrent features; it is trained here and not part of the policy.
+        head = nn.Linear(policy.config.hidden_size, 2) if imitation.bearing_weight > 0 else None
+        super().__init__(policy, config, lr, device, distributed, head)
         self.imitation = imitation
 
     def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         with self.autocast():
-            values, _, _, action_log_probs = self.evaluator(
+            values, _, _, action_log_probs, predicted_bearings = self.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
             )
         weights = inflection_weights(batch.oracle_actions, batch.masks, self.imitation.inflection_weight)
@@ -107,7 +117,12 @@ class DAgger(PPO):
             self.imitation.early_stop_weight,
         )
         names = ("action", "early_stop", "value", "oracle_prob", "early_stop_prob")
-        return losses.total, {name: getattr(losses, name) for name in names}
+        stats = {name: getattr(losses, name) for name in names}
+        total = losses.total
+        if predicted_bearings is not None:
+            stats["bearing"] = bearing_loss(predicted_bearings.float(), batch.oracle_bearings)
+            total = total + self.imitation.bearing_weight * stats["bearing"]
+        return total, stats
 
 
 class OracleTeacher:
@@ -124,8 +139,11 @@ class OracleTeacher:
         done = min(1.0, frames / cfg.oracle_decay_frames)
         return cfg.oracle_share_start + done * (cfg.oracle_share_end - cfg.oracle_share_start)
 
-    def drive(self, learner_actions: torch.Tensor, frames: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """(the actions to take [N], the oracle's labels [N]) in the simulator's current state."""
-        labels = self.oracle.actions()
+    def drive(
+        self, learner_actions: torch.Tensor, frames: int
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(the actions to take [N], the oracle's labels [N], its bearings [N]) in the simulator's current
+        state (StraightLineOracle.labels)."""
+        labels, bearings = self.oracle.labels()
         oracle_drives = torch.rand(labels.shape, device=labels.device) < self.share(frames)
-        return torch.where(oracle_drives, labels, learner_actions), labels
+        return torch.where(oracle_drives, labels, learner_actions), labels, bearings

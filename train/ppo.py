@@ -135,15 +135,19 @@ def _amp_dtype(device: torch.device) -> torch.dtype | None:
 
 
 class ActionEvaluator(nn.Module):
-    """`policy.evaluate_actions` as a forward(), so DistributedDataParallel can hook the backward pass."""
+    """`policy.evaluate_actions` as a forward(), so DistributedDataParallel can hook the backward pass; with
+    `head`, also that head's output on the policy's recurrent features (an auxiliary prediction that is
+    trained with the policy but not part of it), so its gradients are all-reduced too."""
 
-    def __init__(self, policy: ActorCritic):
+    def __init__(self, policy: ActorCritic, head: nn.Module | None = None):
         super().__init__()
         self.policy = policy
+        self.head = head
 
     def forward(self, observations, hidden, prev_actions, masks, actions):
         result = self.policy.evaluate_actions(observations, hidden, prev_actions, masks, actions)
-        return result.value, result.log_prob, result.entropy, result.action_log_probs
+        auxiliary = self.head(result.features) if self.head is not None else None
+        return result.value, result.log_prob, result.entropy, result.action_log_probs, auxiliary
 
 
 class PPO:
@@ -154,9 +158,13 @@ class PPO:
         lr: float,
         device: torch.device,
         distributed: bool,
+        head: nn.Module | None = None,
     ):
+        """`head`: an auxiliary head on the policy's recurrent features, trained with it (see
+        ActionEvaluator); its parameters join the optimiser and the state dict."""
         self.policy, self.config, self.device = policy, config, device
-        evaluator = ActionEvaluator(policy)
+        evaluator = ActionEvaluator(policy, head)
+        self.trainable = evaluator  # the policy and the head: what the optimiser steps
         # With one worker there is nothing to all-reduce; DDP would only add its bookkeeping.
         self.evaluator = (
             DistributedDataParallel(evaluator, device_ids=[device] if device.type == "cuda" else None)
@@ -168,7 +176,7 @@ class PPO:
 
             # Biases and 1-D parameters (norms, Fixup scales) get no decay, and timm's Lamb then skips
             # the layer-wise trust ratio for them, which makes them plain Adam steps as in BPS.
-            groups = param_groups_weight_decay(policy, config.weight_decay)
+            groups = param_groups_weight_decay(evaluator, config.weight_decay)
             self.optimizer = Lamb(
                 _by_role(policy, groups, config),
                 lr=lr,
@@ -177,7 +185,7 @@ class PPO:
                 max_grad_norm=None,
             )  # gradients are already clipped below
         else:
-            groups = [{"params": [p for p in policy.parameters() if p.requires_grad]}]
+            groups = [{"params": [p for p in evaluator.parameters() if p.requires_grad]}]
             self.optimizer = torch.optim.Adam(
                 _by_role(policy, groups, config), lr=lr, eps=config.eps, weight_decay=config.weight_decay
             )
@@ -218,7 +226,7 @@ class PPO:
         """The loss to minimise on a mini-batch and the statistics logged under loss/."""
         cfg = self.config
         with self.autocast():
-            values, log_probs, entropy, _ = self.evaluator(
+            values, log_probs, entropy, _, _ = self.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.actions
             )
         values = values.float()
@@ -249,15 +257,20 @@ class PPO:
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(total).backward()
         self.scaler.unscale_(self.optimizer)
-        params = [p for p in self.policy.parameters() if p.requires_grad]
+        params = [p for p in self.trainable.parameters() if p.requires_grad]
         grad_norm = float(nn.utils.clip_grad_norm_(params, self.config.max_grad_norm))
         self.scaler.step(self.optimizer)
         self.scaler.update()
         return grad_norm
 
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict()}
+        state = {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict()}
+        if self.trainable.head is not None:
+            state["head"] = self.trainable.head.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scaler.load_state_dict(state["scaler"])
+        if self.trainable.head is not None:
+            self.trainable.head.load_state_dict(state["head"])

@@ -5,7 +5,8 @@ Index t holds what the policy saw before acting at step t: observations[t], prev
 the value estimate and the reward of step t are stored at t too. values[length] is the bootstrap value of
 the observation after the last step. `hidden` is the recurrent state before step 0, which is all PPO needs
 to replay whole sequences. A rollout may stop early (preemption), so `length` can be below num_steps.
-For imitation (navzoo.train.imitation), `oracle_actions` holds the teacher's label of each step.
+For imitation (navzoo.train.imitation), `oracle_actions` holds the teacher's label of each step and
+`oracle_bearings` the direction of its way relative to the agent's heading.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class MiniBatch:
     next_masks: torch.Tensor  # masks[t + 1]: False where step t ended its episode
     bootstrap: torch.Tensor  # [n] value after the last step
     oracle_actions: torch.Tensor  # the teacher's action at each step (imitation only)
+    oracle_bearings: torch.Tensor  # the teacher's bearing at each step, radians (imitation only)
 
 
 class RolloutStorage:
@@ -52,6 +54,7 @@ class RolloutStorage:
         self.masks = torch.zeros(num_steps + 1, n, dtype=torch.bool, device=dev)
         self.actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
         self.oracle_actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
+        self.oracle_bearings = torch.zeros(num_steps, n, device=dev)
         self.log_probs = torch.zeros(num_steps, n, device=dev)
         self.values = torch.zeros(num_steps + 1, n, device=dev)
         self.rewards = torch.zeros(num_steps, n, device=dev)
@@ -79,11 +82,14 @@ class RolloutStorage:
         next_observations: dict[str, torch.Tensor],
         dones: torch.Tensor,
         oracle_actions: torch.Tensor | None = None,
+        oracle_bearings: torch.Tensor | None = None,
     ) -> None:
         t = self.length
         self.actions[t].copy_(actions)
         if oracle_actions is not None:
             self.oracle_actions[t].copy_(oracle_actions)
+        if oracle_bearings is not None:
+            self.oracle_bearings[t].copy_(oracle_bearings)
         self.log_probs[t].copy_(log_probs)
         self.values[t].copy_(values)
         self.rewards[t].copy_(rewards)
@@ -127,6 +133,7 @@ class RolloutStorage:
                 next_masks=self.masks[1 : length + 1, idx],
                 bootstrap=self.values[length, idx],
                 oracle_actions=self.oracle_actions[:length, idx],
+                oracle_bearings=self.oracle_bearings[:length, idx],
             )
 
     def after_update(self, hidden: torch.Tensor) -> None:

@@ -53,14 +53,21 @@ class StraightLineOracle:
 
     def actions(self) -> torch.Tensor:
         """The teacher's action [N] in every environment's current state (it needs no observations)."""
-        if self.sim.device.type == "cpu":
-            return self._cpu_actions()
-        return self.tensor_actions()
+        return self.labels()[0]
 
-    def _cpu_actions(self) -> torch.Tensor:
+    def labels(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(actions [N], bearings [N]): the teacher's action, and the direction of the way it takes relative
+        to the agent's heading (radians in [-pi, pi), positive to the left), a denser target than the
+        action for a learner to predict."""
+        if self.sim.device.type == "cpu":
+            return self._cpu_labels()
+        return self.tensor_labels()
+
+    def _cpu_labels(self) -> tuple[torch.Tensor, torch.Tensor]:
         sim, cfg = self.sim, self.sim.config
         pool = sim.pool
         out = np.empty(sim.num_envs, dtype=np.int64)
+        bearings = np.empty(sim.num_envs, dtype=np.float32)
         _teacher_kernel(
             pool.atlas.heights.numpy(),
             np.float32(pool.cell_size),
@@ -71,6 +78,7 @@ class StraightLineOracle:
             sim.heading.numpy(),
             sim.goal.numpy(),
             sim.field.numpy(),
+            self._forward_steps().numpy(),
             self.units.numpy(),
             self.angles.numpy(),
             self.marches.numpy(),
@@ -81,10 +89,11 @@ class StraightLineOracle:
             np.float32(math.radians(cfg.turn_angle)),
             round(cfg.forward_step / MARCH) - 1,
             out,
+            bearings,
         )
-        return torch.from_numpy(out)
+        return torch.from_numpy(out), torch.from_numpy(bearings)
 
-    def tensor_actions(self) -> torch.Tensor:
+    def tensor_labels(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The same labels from tensor operations on every point at once (any device)."""
         sim, cfg = self.sim, self.sim.config
         n, dev = sim.num_envs, sim.device
@@ -119,8 +128,18 @@ class StraightLineOracle:
         step_index = round(cfg.forward_step / MARCH) - 1
         straight = straight & visible[envs, heading_bin, step_index]
         action = torch.where(straight, MOVE_FORWARD, torch.where(error > 0, TURN_LEFT, TURN_RIGHT))
+        # Inside the success distance it stops, unless its next step is straight on and ends nearer the goal:
+        # so it stops well inside the success circle, not on its edge, where a learner's stop would be a
+        # coin toss between success and failure.
         here = sim.geodesic_distance(sim.pos)
-        return torch.where(here <= cfg.success_distance, STOP, action)
+        nearer = sim.geodesic_distance(sim.pos + self._forward_steps()) < here
+        stop = (here <= cfg.success_distance) & ~((action == MOVE_FORWARD) & nearer)
+        return torch.where(stop, STOP, action), error
+
+    def _forward_steps(self) -> torch.Tensor:
+        """[N, 2] the displacement of a step forward from each environment's heading."""
+        heading = self.sim.heading
+        return torch.stack([torch.cos(heading), torch.sin(heading)], 1) * self.sim.config.forward_step
 
 
 @njit(cache=True)
@@ -134,6 +153,7 @@ def _teacher_kernel(
     heading,
     goal,
     field,
+    forward_steps,
     units,
     angles,
     marches,
@@ -144,8 +164,9 @@ def _teacher_kernel(
     turn,
     step_index,
     out,
+    bearings,
 ):
-    """StraightLineOracle.tensor_actions, one environment at a time, each segment walked only up to its
+    """StraightLineOracle.tensor_labels, one environment at a time, each segment walked only up to its
     first blocked point."""
     directions, steps = units.shape[0], marches.shape[0]
     visible = np.empty(directions, np.int64)  # free march points before the first blocked one
@@ -183,6 +204,9 @@ def _teacher_kernel(
         heading_bin = int(np.rint(heading[i] / np.float32(2 * math.pi / directions))) % directions
         straight = straight and visible[heading_bin] > step_index
         action = MOVE_FORWARD if straight else (TURN_LEFT if error > 0 else TURN_RIGHT)
-        if kernels.geodesic(fields, f, nav_cell, x, y) <= success_distance:
+        here = kernels.geodesic(fields, f, nav_cell, x, y)
+        next_step = kernels.geodesic(fields, f, nav_cell, x + forward_steps[i, 0], y + forward_steps[i, 1])
+        if here <= success_distance and not (action == MOVE_FORWARD and next_step < here):
             action = STOP
         out[i] = action
+        bearings[i] = error

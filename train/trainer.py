@@ -229,15 +229,15 @@ class Trainer:
             observations, prev_actions, masks = storage.current()
             with torch.no_grad(), self.ppo.autocast():
                 act = self.policy.act(observations, hidden, prev_actions, masks)
-            actions, labels = act.action, None
+            actions, labels, bearings = act.action, None, None
             if self.teacher is not None:
-                actions, labels = self.teacher.drive(act.action, self.frames)
+                actions, labels, bearings = self.teacher.drive(act.action, self.frames)
             t1 = self._sync_time()
             next_observations, rewards, dones, info = self.sim.step(actions)
             next_observations = self._observe(next_observations)
             t2 = self._sync_time()
             storage.insert(
-                actions, act.log_prob, act.value.float(), rewards, next_observations, dones, labels
+                actions, act.log_prob, act.value.float(), rewards, next_observations, dones, labels, bearings
             )
             hidden = act.hidden.float()
             episode = info.get("episode")

@@ -62,6 +62,7 @@ class EvaluateResult:
     entropy: torch.Tensor  # [T, N]
     hidden: torch.Tensor  # [N, R, H] after the last step
     action_log_probs: torch.Tensor  # [T, N, A] log-probabilities of every action
+    features: torch.Tensor  # [T, N, H] the recurrent output both heads read (auxiliary heads read it too)
 
 
 class CategoricalNet(nn.Module):
@@ -195,7 +196,9 @@ class ActorCritic(nn.Module):
         out = self(observations, hidden, prev_actions, masks)
         actions = actions.long()
         dist = out.distribution
-        return EvaluateResult(out.value, dist.log_prob(actions), dist.entropy(), out.hidden, dist.logits)
+        return EvaluateResult(
+            out.value, dist.log_prob(actions), dist.entropy(), out.hidden, dist.logits, out.features
+        )
 
     def freeze_visual_encoder(self) -> VisualEncoder:
         """Freeze the visual encoder (no gradients, always in eval mode) and return it."""
