@@ -9,8 +9,8 @@ mini-batches like PPO's, through the same recurrent masking and DistributedDataP
 critic learns the rollout's returns meanwhile, so that DD-PPO fine-tuning of the same model starts with
 a useful value function (PIRLNav, Ramrakhya et al. 2023).
 
-`imitation_losses`, `inflection_weights` and `bearing_loss` are the maths, small enough to check by hand; `DAgger` is PPO's
-update with that loss; `OracleTeacher` labels the steps and picks who drives.
+`imitation_losses`, `inflection_weights` and `bearing_loss` are the maths, small enough to check by hand;
+`DAgger` is PPO's update with that loss; `OracleTeacher` labels the steps and picks who drives.
 """
 
 from __future__ import annotations
