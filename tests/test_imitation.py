@@ -135,7 +135,7 @@ def test_bearing_head_learns_beside_the_policy_and_is_checkpointed():
     assert not any(name.startswith("head") for name in policy.state_dict())  # not exported with the policy
     again = DAgger(tiny_policy(), config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, False)
     again.load_state_dict(dagger.state_dict())
-    assert torch.equal(again.trainable.head.weight, dagger.trainable.head.weight)
+    assert torch.equal(again.trainable.head.linear.weight, dagger.trainable.head.linear.weight)
 
 
 def test_dagger_needs_pointgoal():

@@ -418,10 +418,18 @@ def test_minibatches_normalize_advantages_over_the_rollout():
 # --- PPO.update ----------------------------------------------------------------------------------------
 
 
+def random_observations(policy, n: int, g: torch.Generator) -> dict[str, torch.Tensor]:
+    """Random goal vectors, and depth images for a policy that sees."""
+    observations = {GOAL_SENSOR: torch.rand(n, 2, generator=g)}
+    if "depth" in policy.config.sensors:
+        observations["depth"] = torch.rand(n, *policy.config.resolution, 1, generator=g)
+    return observations
+
+
 def collect(policy, num_steps: int = 6, n: int = 4, seed: int = 0, gamma: float = 0.99, tau: float = 0.95):
-    """A rollout of the policy on random goal vectors, random rewards and some episode ends."""
+    """A rollout of the policy on random observations, random rewards and some episode ends."""
     g = torch.Generator().manual_seed(seed)
-    storage = RolloutStorage(num_steps, {GOAL_SENSOR: torch.rand(n, 2, generator=g)}, policy.initial_state(n))
+    storage = RolloutStorage(num_steps, random_observations(policy, n, g), policy.initial_state(n))
     hidden = storage.hidden.clone()
     torch.manual_seed(seed)
     with torch.no_grad():
@@ -433,7 +441,7 @@ def collect(policy, num_steps: int = 6, n: int = 4, seed: int = 0, gamma: float 
                 act.log_prob,
                 act.value,
                 torch.randn(n, generator=g),
-                {GOAL_SENSOR: torch.rand(n, 2, generator=g)},
+                random_observations(policy, n, g),
                 torch.rand(n, generator=g) < 0.2,
             )
             hidden = act.hidden

@@ -31,6 +31,7 @@ ALGORITHMS = ("ppo", "dagger")
 OPTIMIZERS = ("adam", "lamb")
 LR_SCALINGS = ("none", "sqrt")
 BACKENDS = ("auto", "gloo", "nccl")
+AUX_TASKS = ("cpca", "inverse_dynamics")  # navzoo.train.auxiliary
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,11 @@ class PPOConfig:
     # over actor_warmup_updates. Without both, the policy first collapses (PIRLNav, Ramrakhya et al. 2023).
     critic_warmup_updates: int = 0
     actor_warmup_updates: int = 0
+    # Self-supervised auxiliary tasks (Ye et al. 2020; navzoo.train.auxiliary): "cpca" (action-conditional
+    # CPC over cpca_steps steps) and/or "inverse_dynamics", each weighted aux_loss_coef in the loss.
+    aux_tasks: tuple[str, ...] = ()
+    aux_loss_coef: float = 0.1
+    cpca_steps: int = 16
 
     def __post_init__(self):
         check_field_types(self, "ppo.")
@@ -86,6 +92,11 @@ class PPOConfig:
                 raise ConfigError(f"ppo.{name}", getattr(self, name), "an integer >= 0")
         _one_of("ppo.optimizer", self.optimizer, OPTIMIZERS)
         _one_of("ppo.lr_scaling", self.lr_scaling, LR_SCALINGS)
+        for task in self.aux_tasks:
+            _one_of("ppo.aux_tasks", task, AUX_TASKS)
+        if self.aux_loss_coef < 0:
+            raise ConfigError("ppo.aux_loss_coef", self.aux_loss_coef, "a number >= 0")
+        _positive_int("ppo.cpca_steps", self.cpca_steps)
 
 
 @dataclass(frozen=True)
@@ -183,6 +194,10 @@ class TrainConfig:
                 self.algorithm,
                 f"'ppo' on {self.sim.task}: the oracle dagger imitates is PointGoal's",
             )
+        if self.ppo.aux_tasks and self.algorithm != "ppo":
+            raise ConfigError(
+                "ppo.aux_tasks", self.ppo.aux_tasks, "[] with algorithm dagger (they serve PPO)"
+            )
         if self.sim.split != "train":
             raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")
         if self.sim.num_envs < self.ppo.num_mini_batch:
@@ -198,7 +213,11 @@ class TrainConfig:
         for rank in self.rank_sim_overrides:
             self.sim_for_rank(rank)
         if self.model is not None:
-            self.policy_config()
+            policy = self.policy_config()
+            if self.ppo.aux_tasks and policy.is_blind:
+                raise ConfigError(
+                    "ppo.aux_tasks", self.ppo.aux_tasks, "[] for a blind policy (they read visual embeddings)"
+                )
 
     def policy_config(self) -> PolicyConfig:
         """The zoo architecture `model` with `policy` overrides; sensors and resolution follow `sim`."""

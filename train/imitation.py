@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from navzoo.models.policy import ActorCritic
+from navzoo.models.policy import ActorCritic, EvaluateResult
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import STOP
 from navzoo.train.config import ImitationConfig, PPOConfig
@@ -83,6 +83,17 @@ def bearing_loss(predicted: torch.Tensor, bearings: torch.Tensor) -> torch.Tenso
     return ((predicted - target) ** 2).sum(-1).mean()
 
 
+class BearingHead(nn.Module):
+    """Predicts the teacher's bearing as (cos, sin) from the policy's recurrent features."""
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.linear = nn.Linear(hidden_size, 2)
+
+    def forward(self, result: EvaluateResult, actions: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        return self.linear(result.features)
+
+
 class DAgger(PPO):
     """PPO's update machinery (epochs, mini-batches of whole sequences, optimiser, AMP, DDP) with the
     imitation loss."""
@@ -97,7 +108,7 @@ class DAgger(PPO):
         distributed: bool,
     ):
         # The bearing head reads the recurrent features; it is trained here and not part of the policy.
-        head = nn.Linear(policy.config.hidden_size, 2) if imitation.bearing_weight > 0 else None
+        head = BearingHead(policy.config.hidden_size) if imitation.bearing_weight > 0 else None
         super().__init__(policy, config, lr, device, distributed, head)
         self.imitation = imitation
 

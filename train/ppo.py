@@ -16,6 +16,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from navzoo.models.policy import ActorCritic
+from navzoo.train.auxiliary import AuxiliaryTasks
 from navzoo.train.config import PPOConfig
 from navzoo.train.rollout import MiniBatch, RolloutStorage
 
@@ -136,8 +137,8 @@ def _amp_dtype(device: torch.device) -> torch.dtype | None:
 
 class ActionEvaluator(nn.Module):
     """`policy.evaluate_actions` as a forward(), so DistributedDataParallel can hook the backward pass; with
-    `head`, also that head's output on the policy's recurrent features (an auxiliary prediction that is
-    trained with the policy but not part of it), so its gradients are all-reduced too."""
+    `head`, also that head's output `head(result, actions, masks)`: an auxiliary prediction or loss on what
+    the policy computed, trained with the policy but not part of it, whose gradients are all-reduced too."""
 
     def __init__(self, policy: ActorCritic, head: nn.Module | None = None):
         super().__init__()
@@ -146,7 +147,7 @@ class ActionEvaluator(nn.Module):
 
     def forward(self, observations, hidden, prev_actions, masks, actions):
         result = self.policy.evaluate_actions(observations, hidden, prev_actions, masks, actions)
-        auxiliary = self.head(result.features) if self.head is not None else None
+        auxiliary = self.head(result, actions, masks) if self.head is not None else None
         return result.value, result.log_prob, result.entropy, result.action_log_probs, auxiliary
 
 
@@ -160,9 +161,13 @@ class PPO:
         distributed: bool,
         head: nn.Module | None = None,
     ):
-        """`head`: an auxiliary head on the policy's recurrent features, trained with it (see
-        ActionEvaluator); its parameters join the optimiser and the state dict."""
+        """`head`: an auxiliary head trained with the policy (see ActionEvaluator); without one, the
+        self-supervised tasks of `config.aux_tasks` (navzoo.train.auxiliary) are the head. Its parameters
+        join the optimiser and the state dict."""
         self.policy, self.config, self.device = policy, config, device
+        if head is None and config.aux_tasks:
+            size = policy.config.hidden_size
+            head = AuxiliaryTasks(config.aux_tasks, size, size, policy.config.num_actions, config.cpca_steps)
         evaluator = ActionEvaluator(policy, head)
         self.trainable = evaluator  # the policy and the head: what the optimiser steps
         # With one worker there is nothing to all-reduce; DDP would only add its bookkeeping.
@@ -226,7 +231,7 @@ class PPO:
         """The loss to minimise on a mini-batch and the statistics logged under loss/."""
         cfg = self.config
         with self.autocast():
-            values, log_probs, entropy, _, _ = self.evaluator(
+            values, log_probs, entropy, _, auxiliary = self.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.actions
             )
         values = values.float()
@@ -250,7 +255,11 @@ class PPO:
             log_probs, batch.log_probs, advantages, values, batch.values, returns, entropy, cfg
         )
         stats = {k: getattr(losses, k) for k in ("action", "value", "entropy", "clip_fraction", "approx_kl")}
-        return losses.total, stats
+        total = losses.total
+        for name, loss in (auxiliary or {}).items():
+            stats[f"aux_{name}"] = loss
+            total = total + cfg.aux_loss_coef * loss.float()
+        return total, stats
 
     def _step(self, total: torch.Tensor) -> float:
         """One optimiser step on `total`; returns the gradient norm before clipping."""

@@ -45,6 +45,7 @@ class PolicyOutput:
     value: torch.Tensor
     hidden: torch.Tensor
     features: torch.Tensor
+    visual: torch.Tensor | None = None  # the visual embedding fed to the recurrent core (None if blind)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class EvaluateResult:
     hidden: torch.Tensor  # [N, R, H] after the last step
     action_log_probs: torch.Tensor  # [T, N, A] log-probabilities of every action
     features: torch.Tensor  # [T, N, H] the recurrent output both heads read (auxiliary heads read it too)
+    visual: torch.Tensor | None  # [T, N, E] the visual embedding of each step (None for a blind policy)
 
 
 class CategoricalNet(nn.Module):
@@ -117,20 +119,23 @@ class PointNavNet(nn.Module):
         hidden: torch.Tensor,
         prev_actions: torch.Tensor,
         masks: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Observations flattened to [T*N, ...]; prev_actions and masks [T, N]. Returns [T, N, H], state."""
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """Observations flattened to [T*N, ...]; prev_actions and masks [T, N]. Returns the recurrent output
+        [T, N, H], the state, and the visual embedding [T*N, hidden] (None for a blind policy)."""
         inputs = []
+        embedding = None
         if self.visual_encoder is not None:
             visual = observations.get(VISUAL_FEATURES_KEY)
             if visual is None:
                 visual = self.visual_encoder(observations)
-            inputs.append(self.visual_fc(visual))
+            embedding = self.visual_fc(visual)
+            inputs.append(embedding)
         if self.tgt_embeding is not None:
             inputs.append(self.tgt_embeding(self._goal_vector(observations, masks.numel())))
         start = torch.zeros_like(prev_actions)
         inputs.append(self.prev_action_embedding(torch.where(masks, prev_actions + 1, start).flatten()))
         x = torch.cat(inputs, dim=1).view(*masks.shape, -1)
-        return self.state_encoder(x, hidden, masks)
+        return (*self.state_encoder(x, hidden, masks), embedding)
 
     def _goal_vector(self, observations: dict[str, torch.Tensor], count: int) -> torch.Tensor:
         """[count, 3] inputs of the goal embedding: given directly, from the dummy goal, or the sensor."""
@@ -197,7 +202,13 @@ class ActorCritic(nn.Module):
         actions = actions.long()
         dist = out.distribution
         return EvaluateResult(
-            out.value, dist.log_prob(actions), dist.entropy(), out.hidden, dist.logits, out.features
+            out.value,
+            dist.log_prob(actions),
+            dist.entropy(),
+            out.hidden,
+            dist.logits,
+            out.features,
+            out.visual,
         )
 
     def freeze_visual_encoder(self) -> VisualEncoder:
@@ -263,11 +274,13 @@ class PointNavPolicy(ActorCritic):
         # Other entries of the simulator's dict are ignored.
         used = (*self.config.sensors, VISUAL_FEATURES_KEY, GOAL_VECTOR_KEY)
         flat = {k: v.flatten(0, len(lead) - 1) for k, v in observations.items() if k in used}
-        features, hidden = self.net(
+        features, hidden, visual = self.net(
             flat, hidden, prev_actions.long().view(-1, lead[-1]), masks.view(-1, lead[-1])
         )
         features = features.view(*lead, -1)
-        return PolicyOutput(self.action_distribution(features), self.critic(features), hidden, features)
+        visual = visual.view(*lead, -1) if visual is not None else None
+        distribution = self.action_distribution(features)
+        return PolicyOutput(distribution, self.critic(features), hidden, features, visual)
 
     def controller(
         self,
