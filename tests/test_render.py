@@ -120,27 +120,33 @@ def _random_poses(family: str, count: int, sensors: tuple[str, ...], seed: int) 
     return sim
 
 
+def _images(sim: BatchSim, **kernels) -> dict[str, torch.Tensor]:
+    return render.observe(
+        sim.pool.atlas,
+        sim.camera,
+        sim.pool.materials,
+        sim.slot,
+        sim.pos,
+        sim.heading,
+        sim.config.sensor_height,
+        (sim.config.min_depth, sim.config.max_depth),
+        sim.config.sensors,
+        **kernels,
+    )
+
+
 @pytest.mark.parametrize("family", ["apartment-s", "apartment", "office", "office-l"])
 def test_cpu_kernel_renders_the_tensor_kernels_images_exactly(family):
     """The numba kernel walks each ray to its first wall; the tensor kernels walk every ray a fixed number
     of crossings. Same arithmetic, so the same depth and RGB, bit for bit, on 200 poses per family."""
     sim = _random_poses(family, 200, ("depth", "rgb"), seed=5)
-    args = (sim.pool.atlas, sim.camera, sim.slot, sim.pos, sim.heading, sim.config.sensor_height, True)
-    hits, extra = render.cast(*args)
-    reference, reference_extra = render.cast(*args, tensor_kernels=True)
-    assert torch.equal(hits.z, reference.z) and torch.equal(hits.kind, reference.kind)
-    rgb = render.shade(hits, *extra, sim.pool.materials, 200, 32, 32)
-    assert torch.equal(rgb, render.shade(reference, *reference_extra, sim.pool.materials, 200, 32, 32))
+    images, reference = _images(sim), _images(sim, tensor_kernels=True)
+    assert torch.equal(images["depth"], reference["depth"])
+    assert torch.equal(images["rgb"], reference["rgb"])
 
 
 def test_compiled_tensor_kernels_match_the_cpu_kernel():
     sim = _random_poses("apartment", 8, ("depth", "rgb"), seed=2)  # 256 rays: enough to compile
-    args = (sim.pool.atlas, sim.camera, sim.slot, sim.pos, sim.heading, sim.config.sensor_height, True)
-    hits, extra = render.cast(*args)
-    compiled, compiled_extra = render.cast(*args, compiled=True, tensor_kernels=True)
-    finite = torch.isfinite(hits.z)
-    assert torch.equal(finite, torch.isfinite(compiled.z))
-    assert torch.allclose(hits.z[finite], compiled.z[finite], atol=1e-5)
-    rgb = render.shade(hits, *extra, sim.pool.materials, 8, 32, 32).int()
-    compiled_rgb = render.shade(compiled, *compiled_extra, sim.pool.materials, 8, 32, 32).int()
-    assert (rgb - compiled_rgb).abs().max() <= 1
+    images, compiled = _images(sim), _images(sim, compiled=True, tensor_kernels=True)
+    assert torch.allclose(images["depth"], compiled["depth"], atol=1e-5)
+    assert (images["rgb"].int() - compiled["rgb"].int()).abs().max() <= 1

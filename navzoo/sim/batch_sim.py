@@ -154,28 +154,18 @@ class BatchSim:
         idx = slice(None) if envs is None else envs
         obs = {}
         if cfg.sensors:
-            want_rgb = "rgb" in cfg.sensors
-            hits, extra = render.cast(
+            obs = render.observe(
                 self.pool.atlas,
                 self.camera,
+                self.pool.materials,
                 self.slot[idx],
                 self.pos[idx],
                 self.heading[idx],
                 cfg.sensor_height,
-                with_surfaces=want_rgb,
+                (cfg.min_depth, cfg.max_depth),
+                cfg.sensors,
                 compiled=cfg.compile,
             )
-            if "depth" in cfg.sensors:
-                z = hits.z.permute(0, 2, 1).flip(1)  # [N, H, W], top row first
-                depth = (z.clamp(cfg.min_depth, cfg.max_depth) - cfg.min_depth) / (
-                    cfg.max_depth - cfg.min_depth
-                )
-                obs["depth"] = depth[..., None]
-            if want_rgb:
-                n = self.pos[idx].shape[0]
-                obs["rgb"] = render.shade(
-                    hits, *extra, self.pool.materials, n, self.camera.width, self.camera.height
-                )
         if cfg.task == "pointnav":
             obs["pointgoal_with_gps_compass"] = self._pointgoal(idx)
         return obs

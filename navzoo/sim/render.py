@@ -18,8 +18,9 @@ import torch
 from navzoo.sim import raycast_cpu
 from navzoo.sim.materials import CEILING_ID, CHECKER, STRIPES_U, STRIPES_V
 
-# Surface kinds of a hit, used for shading.
+# Surface kinds of a hit, used for shading, and how brightly each is lit.
 FLOOR_OR_TOP, FACE_X, FACE_Y, CEILING, NOTHING = 0, 1, 2, 3, 4
+LIGHT = torch.tensor([1.0, 0.78, 0.9, 0.97, 0.0])
 
 
 @dataclass
@@ -68,6 +69,110 @@ class Hits:
 PASS_CELLS = (8, 20)
 
 
+def observe(
+    atlas: SceneAtlas,
+    camera: Camera,
+    materials: dict[str, torch.Tensor],
+    slots,
+    pos,
+    heading,
+    eye_height: float,
+    depth_range: tuple[float, float],
+    sensors: tuple[str, ...],
+    compiled: bool = False,
+    tensor_kernels: bool = False,
+) -> dict[str, torch.Tensor]:
+    """The camera images of agents at `pos` [N, 2] facing `heading` [N] in `slots`: "depth" [N, H, W, 1]
+    normalised from `depth_range` and/or "rgb" [N, H, W, 3] uint8, top row first.
+
+    On the CPU one numba kernel renders them (navzoo.sim.raycast_cpu); on other devices, or with
+    `tensor_kernels`, `cast` and `shade` do, which `compiled` runs through torch.compile. Both give the
+    same images.
+    """
+    if pos.device.type == "cpu" and not tensor_kernels:
+        return _observe_numba(atlas, camera, materials, slots, pos, heading, eye_height, depth_range, sensors)
+    n = pos.shape[0]
+    hits, extra = cast(atlas, camera, slots, pos, heading, eye_height, "rgb" in sensors, compiled)
+    observations = {}
+    if "depth" in sensors:
+        low, high = depth_range
+        z = hits.z.permute(0, 2, 1).flip(1)  # [N, H, W], top row first
+        observations["depth"] = ((z.clamp(low, high) - low) / (high - low))[..., None]
+    if "rgb" in sensors:
+        observations["rgb"] = shade(hits, *extra, materials, n, camera.width, camera.height)
+    return observations
+
+
+def _rays(camera: Camera, pos, heading, cell: float) -> dict[str, torch.Tensor]:
+    """One ray per image column: direction, grid position (in cells), [N, W] each."""
+    n, w = pos.shape[0], camera.width
+    angle = heading[:, None] - camera.column_angle[None, :]  # [N, W]
+    return {
+        "dx": torch.cos(angle),
+        "dy": torch.sin(angle),
+        "gx": (pos[:, 0:1] / cell).expand(n, w),
+        "gy": (pos[:, 1:2] / cell).expand(n, w),
+    }
+
+
+def _full_crossings(camera: Camera, cell: float) -> int:
+    """Crossings per axis that a ray walks to reach max_range."""
+    return math.ceil(camera.max_range / cell) + 2
+
+
+def _observe_numba(atlas, camera, materials, slots, pos, heading, eye_height, depth_range, sensors) -> dict:
+    n, h, w = pos.shape[0], camera.height, camera.width
+    rays = {k: v.contiguous().numpy() for k, v in _rays(camera, pos, heading, atlas.cell_size).items()}
+    depth = torch.empty((n, h, w) if "depth" in sensors else (0, 1, 1))
+    rgb = torch.empty((n, h, w, 3) if "rgb" in sensors else (0, 1, 1, 3), dtype=torch.uint8)
+    f32 = np.float32
+    scene = (
+        atlas.heights.numpy(),
+        atlas.ceiling.numpy(),
+        atlas.materials.numpy(),
+        atlas.rooms.numpy(),
+        atlas.wall_materials.numpy(),
+        f32(atlas.cell_size),
+    )
+    lens = (
+        (camera.focal * camera.stretch).numpy(),
+        camera.slope.numpy(),
+        camera.inv_slope.numpy(),
+        camera.inv_slope_up.numpy(),
+        f32(eye_height),
+        CEILING_ID,
+    )
+    shading = (
+        materials["color"].numpy(),
+        materials["alt_color"].numpy(),
+        materials["pattern"].numpy(),
+        materials["period"].numpy(),
+        LIGHT.numpy(),
+    )
+    low, high = depth_range
+    raycast_cpu.render(
+        scene,
+        lens,
+        shading,
+        rays["gx"],
+        rays["gy"],
+        rays["dx"],
+        rays["dy"],
+        slots.numpy(),
+        camera.stretch.numpy(),
+        _full_crossings(camera, atlas.cell_size),
+        (f32(low), f32(high), f32(high - low)),
+        depth.numpy(),
+        rgb.numpy(),
+    )
+    observations = {}
+    if "depth" in sensors:
+        observations["depth"] = depth[..., None]
+    if "rgb" in sensors:
+        observations["rgb"] = rgb
+    return observations
+
+
 def cast(
     atlas: SceneAtlas,
     camera: Camera,
@@ -77,32 +182,21 @@ def cast(
     eye_height: float,
     with_surfaces: bool,
     compiled: bool = False,
-    tensor_kernels: bool = False,
 ):
     """Depth (and what RGB shading needs) for agents at `pos` [N, 2] facing `heading` [N] in `slots`.
 
-    On the CPU one numba kernel casts the rays (navzoo.sim.raycast_cpu); on other devices, or with
-    `tensor_kernels`, the tensor kernels below do, which `compiled` runs through torch.compile (they fuse
-    into far fewer passes over memory, at the cost of compiling once per process). Both give the same
-    images.
+    `compiled` runs the two kernels through torch.compile: they fuse into far fewer passes over memory,
+    at the cost of compiling once per process.
     """
-    n, w, h = pos.shape[0], camera.width, camera.height
+    n, w = pos.shape[0], camera.width
     cell = atlas.cell_size
-    angle = heading[:, None] - camera.column_angle[None, :]  # [N, W]
-    rays = {
-        "dx": torch.cos(angle).reshape(-1),
-        "dy": torch.sin(angle).reshape(-1),
-        "gx": (pos[:, 0:1] / cell).expand(n, w).reshape(-1),
-        "gy": (pos[:, 1:2] / cell).expand(n, w).reshape(-1),
-        "slot": slots.repeat_interleave(w),
-        "column": torch.arange(w, device=pos.device).repeat(n),
-    }
-    full = math.ceil(camera.max_range / cell) + 2  # crossings per axis that reach max_range
-    if pos.device.type == "cpu" and not tensor_kernels:
-        result = _cast_numba(atlas, camera, rays, full, eye_height, with_surfaces)
-    else:
-        result = _cast_tensors(atlas, camera, rays, full, eye_height, with_surfaces, compiled)
-    z = result["t"].view(n, w, h) / camera.stretch[:, None]
+    rays = {k: v.reshape(-1) for k, v in _rays(camera, pos, heading, cell).items()}
+    rays["slot"] = slots.repeat_interleave(w)
+    rays["column"] = torch.arange(w, device=pos.device).repeat(n)
+    result = _cast_tensors(
+        atlas, camera, rays, _full_crossings(camera, cell), eye_height, with_surfaces, compiled
+    )
+    z = result["t"].view(n, w, camera.height) / camera.stretch[:, None]
     if not with_surfaces:
         return Hits(z, result["t"], None), None
     geometry = {
@@ -113,44 +207,7 @@ def cast(
         "slope": camera.slope.repeat(n, 1),
         "eye": eye_height,
     }
-    return Hits(z, result["t"], result["kind"].view(n, w, h)), (result["surface"], geometry)
-
-
-def _cast_numba(
-    atlas: SceneAtlas, camera: Camera, rays: dict, full: int, eye_height: float, with_surfaces: bool
-) -> dict:
-    count, h = rays["dx"].shape[0], camera.height
-    result = {"t": torch.empty(count, h)}
-    kinds = torch.empty((count, h) if with_surfaces else (0, 0), dtype=torch.long)
-    surfaces = torch.empty_like(kinds)
-    raycast_cpu.cast_rays(
-        atlas.heights.numpy(),
-        atlas.ceiling.numpy(),
-        atlas.materials.numpy(),
-        atlas.rooms.numpy(),
-        atlas.wall_materials.numpy(),
-        np.float32(atlas.cell_size),
-        rays["gx"].numpy(),
-        rays["gy"].numpy(),
-        rays["dx"].numpy(),
-        rays["dy"].numpy(),
-        rays["slot"].numpy(),
-        rays["column"].numpy(),
-        (camera.focal * camera.stretch).numpy(),
-        camera.slope.numpy(),
-        camera.inv_slope.numpy(),
-        camera.inv_slope_up.numpy(),
-        np.float32(eye_height),
-        full,
-        CEILING_ID,
-        with_surfaces,
-        result["t"].numpy(),
-        kinds.numpy(),
-        surfaces.numpy(),
-    )
-    if with_surfaces:
-        result.update(kind=kinds, surface=surfaces)
-    return result
+    return Hits(z, result["t"], result["kind"].view(n, w, camera.height)), (result["surface"], geometry)
 
 
 def _cast_tensors(
@@ -350,7 +407,7 @@ def shade(hits: Hits, surface, geometry, table: dict[str, torch.Tensor], n: int,
     )
     alt = torch.remainder(alt, 2)[..., None]
     color = table["color"][surface] * (1 - alt) + table["alt_color"][surface] * alt
-    light = torch.tensor([1.0, 0.78, 0.9, 0.97, 0.0], device=t.device)[kind]
+    light = LIGHT.to(t.device)[kind]
     light = light * (1.0 - 0.02 * t.clamp(0, 10))  # faint falloff keeps far surfaces apart from near ones
     rgb = (color * light[..., None]).clamp(0, 255).to(torch.uint8)
     return rgb.reshape(n, w, h, 3).permute(0, 2, 1, 3).flip(1)
