@@ -12,6 +12,7 @@ is a histogram and a cumulative sum: no per-pixel search. The ceiling is a plane
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import torch
 
@@ -150,6 +151,8 @@ def _observe_numba(atlas, camera, materials, slots, pos, heading, eye_height, de
         LIGHT.numpy(),
     )
     low, high = depth_range
+    # The kernel's threads follow torch's intra-op setting (a training worker's torch_threads).
+    numba.set_num_threads(min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
     raycast_cpu.render(
         scene,
         lens,
