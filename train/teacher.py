@@ -28,6 +28,7 @@ MARCH = 0.125  # metres between the points checked along a candidate segment
 MARCHES = 32  # so segments reach 4 m
 LOOKAHEAD = (0.25, 0.5, 1.0, 2.0, 4.0)  # segment lengths scored, metres
 GOAL_SAMPLES = 64  # points checked on the straight line to the goal
+STOP_MARGIN = 0.75  # it stops within this share of the success distance
 
 
 class StraightLineOracle:
@@ -128,12 +129,12 @@ class StraightLineOracle:
         step_index = round(cfg.forward_step / MARCH) - 1
         straight = straight & visible[envs, heading_bin, step_index]
         action = torch.where(straight, MOVE_FORWARD, torch.where(error > 0, TURN_LEFT, TURN_RIGHT))
-        # Inside the success distance it stops, unless its next step is straight on and ends nearer the goal:
-        # so it stops well inside the success circle, not on its edge, where a learner's stop would be a
-        # coin toss between success and failure.
+        # It stops within three quarters of the success distance, unless its next step is straight on and
+        # ends nearer the goal: its stops lie well inside the success circle, not on its edge, where a
+        # learner's stop would be a coin toss between success and failure.
         here = sim.geodesic_distance(sim.pos)
         nearer = sim.geodesic_distance(sim.pos + self._forward_steps()) < here
-        stop = (here <= cfg.success_distance) & ~((action == MOVE_FORWARD) & nearer)
+        stop = (here <= STOP_MARGIN * cfg.success_distance) & ~((action == MOVE_FORWARD) & nearer)
         return torch.where(stop, STOP, action), error
 
     def _forward_steps(self) -> torch.Tensor:
@@ -206,7 +207,7 @@ def _teacher_kernel(
         action = MOVE_FORWARD if straight else (TURN_LEFT if error > 0 else TURN_RIGHT)
         here = kernels.geodesic(fields, f, nav_cell, x, y)
         next_step = kernels.geodesic(fields, f, nav_cell, x + forward_steps[i, 0], y + forward_steps[i, 1])
-        if here <= success_distance and not (action == MOVE_FORWARD and next_step < here):
+        if here <= STOP_MARGIN * success_distance and not (action == MOVE_FORWARD and next_step < here):
             action = STOP
         out[i] = action
         bearings[i] = error
