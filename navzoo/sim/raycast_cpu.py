@@ -5,7 +5,8 @@ and y crossings in the same order, ties included), the same running maximum of s
 resolution and shading, in the same float32 arithmetic, so the images are identical. Each ray stops at the
 first wall it meets, where the tensor version walks a fixed number of crossings for every ray at once and
 writes every intermediate to memory; and the observations are written once, in their final layout. The
-environments are split over numba's threads. Compiled on first use and cached on disk.
+environments are split over numba's threads when there are several. Compiled on first use and cached on
+disk.
 """
 
 from __future__ import annotations
@@ -105,68 +106,68 @@ def _cast_ray(scene, ray, camera, column, full, scratch, t_out, kind_out, surfac
             surface_out[p] = ceiling_id if kind == CEILING else surface
 
 
+@njit(cache=True)
+def render_serial(scene, camera, shading, rays, slots, stretch, full, depth_range, depth_out, rgb_out):
+    """Render environments i: rays (gx, gy, dx, dy), each [N, W] (grid position in cells, direction), in
+    scene slots [N], into depth_out [N, H, W] (z-depth normalised by depth_range = (min, max, max - min),
+    top row first) and rgb_out [N, H, W, 3] uint8, as BatchSim.observe lays them out; an empty output is
+    skipped. scene, camera and shading are tuples of the atlas's, the camera's and the material table's
+    arrays (render.observe builds them)."""
+    for i in range(slots.shape[0]):
+        _render_env(i, scene, camera, shading, rays, slots, stretch, full, depth_range, depth_out, rgb_out)
+
+
 @njit(cache=True, parallel=True)
-def render(
-    scene,
-    camera,
-    shading,
-    gx,
-    gy,
-    dx,
-    dy,
-    slots,
-    stretch,
-    full,
-    depth_range,
-    depth_out,
-    rgb_out,
-):
-    """Render environments i (rays [N, W]: grid position gx, gy in cells, direction dx, dy; scene slots
-    [N]) into depth_out [N, H, W] (z-depth normalised by depth_range = (min, max, max - min), top row
-    first) and rgb_out [N, H, W, 3] uint8, as BatchSim.observe lays them out; an empty output is skipped.
-    scene, camera and shading are tuples of the atlas's, the camera's and the material table's arrays
-    (render.observe builds them)."""
+def render_parallel(scene, camera, shading, rays, slots, stretch, full, depth_range, depth_out, rgb_out):
+    """render_serial with the environments split over numba's threads. It has a kernel of its own because
+    with one thread the serial one never starts numba's thread pool, whose idle threads would spin beside
+    torch's (two training workers on two cores ran 4x slower that way)."""
+    for i in prange(slots.shape[0]):
+        _render_env(i, scene, camera, shading, rays, slots, stretch, full, depth_range, depth_out, rgb_out)
+
+
+@njit(cache=True)
+def _render_env(i, scene, camera, shading, rays, slots, stretch, full, depth_range, depth_out, rgb_out):
+    gx, gy, dx, dy = rays
     min_depth, max_depth, depth_scale = depth_range
     slope, eye = camera[1], camera[4]
     cell = scene[5]
-    n, w = gx.shape
-    h = slope.shape[1]
+    w, h = gx.shape[1], slope.shape[1]
     full_segments = 2 * full
     with_depth, with_rgb = depth_out.shape[0] > 0, rgb_out.shape[0] > 0
-    for i in prange(n):
-        scratch = (
-            np.empty(full_segments, np.float32),
-            np.empty(full_segments, np.float32),
-            np.empty(full_segments, np.int64),
-            np.empty(full_segments, np.int64),
-            np.empty(full_segments, np.int64),
-        )
-        t_col = np.empty(h, np.float32)
-        kind_col = np.empty(h, np.int64)
-        surface_col = np.empty(h, np.int64)
-        for c in range(w):
-            ray = (gx[i, c], gy[i, c], dx[i, c], dy[i, c], slots[i])
-            _cast_ray(scene, ray, camera, c, full, scratch, t_col, kind_col, surface_col, with_rgb)
-            for p in range(h):
-                row = h - 1 - p  # rays list pixels bottom first; images are top row first
-                t = t_col[p]
-                if with_depth:
-                    z = min(max(t / stretch[c], min_depth), max_depth)
-                    depth_out[i, row, c] = (z - min_depth) / depth_scale
-                if with_rgb:
-                    _shade(
-                        t,
-                        kind_col[p],
-                        surface_col[p],
-                        gx[i, c] * cell,
-                        gy[i, c] * cell,
-                        dx[i, c],
-                        dy[i, c],
-                        eye + slope[c, p] * min(t, FAR),
-                        shading,
-                        rgb_out,
-                        (i, row, c),
-                    )
+    scratch = (
+        np.empty(full_segments, np.float32),
+        np.empty(full_segments, np.float32),
+        np.empty(full_segments, np.int64),
+        np.empty(full_segments, np.int64),
+        np.empty(full_segments, np.int64),
+    )
+    t_col = np.empty(h, np.float32)
+    kind_col = np.empty(h, np.int64)
+    surface_col = np.empty(h, np.int64)
+    for c in range(w):
+        ray = (gx[i, c], gy[i, c], dx[i, c], dy[i, c], slots[i])
+        _cast_ray(scene, ray, camera, c, full, scratch, t_col, kind_col, surface_col, with_rgb)
+        for p in range(h):
+            row = h - 1 - p  # rays list pixels bottom first; images are top row first
+            t = t_col[p]
+            if with_depth:
+                z = min(max(t / stretch[c], min_depth), max_depth)
+                depth_out[i, row, c] = (z - min_depth) / depth_scale
+            if with_rgb:
+                _shade(
+                    t,
+                    kind_col[p],
+                    surface_col[p],
+                    gx[i, c] * cell,
+                    gy[i, c] * cell,
+                    dx[i, c],
+                    dy[i, c],
+                    eye + slope[c, p] * min(t, FAR),
+                    shading,
+                    rgb_out,
+                    (i, row, c),
+                )
 
 
 @njit(cache=True, inline="always")

@@ -152,15 +152,16 @@ def _observe_numba(atlas, camera, materials, slots, pos, heading, eye_height, de
     )
     low, high = depth_range
     # The kernel's threads follow torch's intra-op setting (a training worker's torch_threads).
-    numba.set_num_threads(min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
-    raycast_cpu.render(
+    threads = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    kernel = raycast_cpu.render_serial
+    if threads > 1:
+        numba.set_num_threads(threads)
+        kernel = raycast_cpu.render_parallel
+    kernel(
         scene,
         lens,
         shading,
-        rays["gx"],
-        rays["gy"],
-        rays["dx"],
-        rays["dy"],
+        (rays["gx"], rays["gy"], rays["dx"], rays["dy"]),
         slots.numpy(),
         camera.stretch.numpy(),
         _full_crossings(camera, atlas.cell_size),
