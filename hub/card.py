@@ -232,9 +232,8 @@ def _provenance(config: dict[str, Any], base_model: str | None, learning_curve: 
         machine = provenance.get("machine") or {}
         command = provenance["source"]
         lines += [
-            f"Trained with `{command}` (DD-PPO) for {provenance.get('frames', 0):,} frames in "
-            f"{provenance.get('updates', 0):,} updates on {provenance.get('workers', 1)} worker(s) in "
-            f"{_duration(provenance.get('wall_time_s', 0))} on {_machine(machine)}.",
+            f"Trained with `{command}` by {_stages(provenance)}, on {provenance.get('workers', 1)} worker(s) "
+            f"of {_machine(machine)}.",
             "",
             _reproduce(provenance),
             "",
@@ -272,6 +271,23 @@ def _provenance(config: dict[str, Any], base_model: str | None, learning_curve: 
         shown = f"[{repo}](https://huggingface.co/{repo})" if repo else f"`{base_model}` (navzoo model zoo)"
         lines += ["", f"Base model: {shown}."]
     return "\n".join(lines)
+
+
+ALGORITHMS = {"ppo": "DD-PPO", "dagger": "imitation of the shortest-path teacher (DAgger)"}
+
+
+def _stages(provenance: dict[str, Any]) -> str:
+    """The training recipe stage by stage, earliest first: an imitation run fine-tuned by DD-PPO (init_from)
+    reads "imitation ... for 5,000,000 frames (1.4 h), then DD-PPO for 1,000,000 frames (17 min)"."""
+    stages, record = [], provenance
+    while record:
+        algorithm = record.get("algorithm") or (record.get("train_config") or {}).get("algorithm", "ppo")
+        stages.append(
+            f"{ALGORITHMS.get(algorithm, algorithm)} for {record.get('frames') or 0:,} frames "
+            f"({_duration(record.get('wall_time_s') or 0)})"
+        )
+        record = record.get("initialised_from")
+    return ", then ".join(reversed(stages))
 
 
 def _reproduce(provenance: dict[str, Any]) -> str:

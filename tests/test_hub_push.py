@@ -308,3 +308,23 @@ def _navzoo(argv: list[str], env: dict, expect: int = 0) -> subprocess.Completed
 def test_pull_of_an_architecture_without_weights_says_so():
     with pytest.raises(UnknownModelError, match="nothing to pull"):
         pull("bps-se-resnet9")
+
+
+def test_card_states_the_recipe_stage_by_stage():
+    """An imitation run fine-tuned by DD-PPO (init_from) is described as what it was, earliest first."""
+    from navzoo.hub.card import _stages
+
+    imitation = {"algorithm": "dagger", "frames": 5_000_000, "wall_time_s": 5040.0}
+    provenance = {
+        "train_config": {"algorithm": "ppo"},
+        "frames": 1_000_000,
+        "wall_time_s": 1020.0,
+        "initialised_from": {"source": "runs/depth-il", **imitation},
+    }
+    assert _stages(provenance) == (
+        "imitation of the shortest-path teacher (DAgger) for 5,000,000 frames (1.4 h), "
+        "then DD-PPO for 1,000,000 frames (17 min)"
+    )
+    assert _stages({"train_config": {"algorithm": "ppo"}, "frames": 10, "wall_time_s": 60.0}) == (
+        "DD-PPO for 10 frames (1 min)"
+    )
