@@ -30,6 +30,7 @@ from navzoo.policy_agent import ACTION_MODES
 from navzoo.replay import Replay
 from navzoo.replay_view import BACKGROUND, ReplayView, summary_line
 from navzoo.sim.config import SPLITS
+from navzoo.tasks import get_task
 
 log = logging.getLogger(__name__)
 
@@ -204,13 +205,7 @@ def step_outputs(views: list[ReplayView], step: int) -> list:
     return out
 
 
-METRIC_ROWS = (
-    ("success", "success", "{:.0f}"),
-    ("spl", "SPL", "{:.3f}"),
-    ("distance_to_goal", "distance to goal (m)", "{:.2f}"),
-    ("geodesic_distance", "start distance, geodesic (m)", "{:.2f}"),
-    ("flee_distance", "flee distance", "{:.3f}"),
-    ("visited_cells", "cells visited", "{:.0f}"),
+MOTION_ROWS = (
     ("path_length", "path length (m)", "{:.2f}"),
     ("num_steps", "steps", "{:.0f}"),
     ("collisions", "collisions", "{:.0f}"),
@@ -233,7 +228,8 @@ def metrics_markdown(views: list[ReplayView]) -> str:
     row("task", [v.task for v in views])
     row("episode", [f"{v.replay.sim_config.split} #{v.replay.episode_index}" for v in views])
     row("scene", [v.replay.episode.scene_id for v in views])
-    for key, name, fmt in METRIC_ROWS:
+    headlines = dict.fromkeys(row for v in views for row in get_task(v.task).headline)
+    for key, name, fmt in (*headlines, *MOTION_ROWS):
         values = [v.replay.metrics.get(key) for v in views]
         if any(isinstance(x, int | float) and math.isfinite(x) for x in values):
             row(name, [fmt.format(x) if isinstance(x, int | float) else _number(x, "{}") for x in values])
@@ -253,7 +249,7 @@ def titles(views: list[ReplayView]) -> list[str]:
     out = []
     for k, letter in enumerate("AB"):
         if k < len(views):
-            summary = summary_line(views[k].replay.metrics)
+            summary = summary_line(views[k].replay.metrics, views[k].task)
             out.append(f"### {letter}: {html.escape(views[k].label)}\n{html.escape(summary)}")
         else:
             out.append("")

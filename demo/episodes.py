@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from navzoo.baselines import BASELINES, check_baseline_task, make_baseline
 from navzoo.demo.sources import MAX_RESOLUTION, Sources
 from navzoo.errors import ConfigError, UnknownModelError
-from navzoo.evaluation import TASK_NAMES, evaluate
+from navzoo.evaluation import evaluate
 from navzoo.models import ActorCritic
 from navzoo.policy_agent import ACTION_MODES, PolicyAgent, check_sim_config, sim_settings
 from navzoo.replay import Replay, make_replay
@@ -18,9 +18,12 @@ from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode, generate_episodes, scene_assets
 from navzoo.sim.scenes import SCENES_PER_SPLIT, scene_id, stable_seed
+from navzoo.tasks import TASKS as TASK_OBJECTS
+from navzoo.tasks import get_task
 from navzoo.zoo import load, load_entry
 
-TASKS = {name: task for task, name in TASK_NAMES.items()}  # as the page shows them: "PointGoal" -> "pointnav"
+# The tasks as the page shows them: "PointGoal" -> "pointnav".
+TASKS = {task.label: name for name, task in TASK_OBJECTS.items()}
 DEFAULT_SETTINGS = {"sensors": ("depth",), "resolution": (64, 64)}  # as `navzoo eval` runs baselines
 
 
@@ -98,10 +101,10 @@ def sim_config(agent: Agent, task: str, split: str, seed: int = 0, device: str =
         check_baseline_task(agent.source, config.task)
         return config
     if config.task != agent.policy.task:  # said in the page's words: pick the task, not --task
-        trained_for = TASK_NAMES.get(agent.policy.task, agent.policy.task)
+        trained_for = get_task(agent.policy.task).label
         raise ConfigError(
             "task",
-            TASK_NAMES[config.task],
+            get_task(config.task).label,
             f"{trained_for}: model {agent.label!r} is a {trained_for} policy (pick the {trained_for} task)",
         )
     check_sim_config(agent.policy.config, config, f"model {agent.label!r}", agent.policy.task)

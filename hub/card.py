@@ -8,7 +8,6 @@ model-index with one result per metric), so the Hub lists the model under its li
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,60 +15,11 @@ import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from navzoo.models import NeuralControllerConfig, config_from_dict
+from navzoo.sim.config import SimConfig
+from navzoo.tasks import CardText, get_task
 
 TRAINED_BY = ("navzoo train", "navzoo finetune")  # provenance sources that carry a training record
 BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation")
-ACTIONS = "stop, move forward 0.25 m, turn left 10° or turn right 10°"
-
-
-@dataclass(frozen=True)
-class TaskCard:
-    """How a card names a task and its results."""
-
-    tag: str
-    task_name: str  # the model-index task_name
-    dataset: str  # in the model-index dataset name
-    metrics: tuple[tuple[str, str], ...]  # (summary key = metric_type, metric_name)
-    purpose: str  # what the policy does, for the card's first paragraph
-    map_shows: str  # what the video's top-down map draws besides the agent
-    outcome: str | None  # one episode's result, formatted with its metrics; PointGoal's: see _outcome
-
-
-TASK_CARDS = {
-    "pointnav": TaskCard(
-        "pointgoal",
-        "PointGoal navigation",
-        "PointGoal",
-        (("success", "Success"), ("spl", "SPL")),
-        "A PointGoal navigation policy for [navzoo](https://pypi.org/project/navzoo/): given the goal's "
-        f"position relative to the agent (GPS+Compass) and its own sensors, it chooses {ACTIONS}.",
-        "the shortest path",
-        None,
-    ),
-    "flee": TaskCard(
-        "flee",
-        "Flee",
-        "Flee",
-        (("flee_distance", "Flee distance (D_T)"),),
-        "A Flee policy for [navzoo](https://pypi.org/project/navzoo/): with no goal and no GPS+Compass, "
-        "from its own sensors alone, it tries to end each 500-step episode as far from its start as it can "
-        f"(geodesic distance), choosing {ACTIONS}. Its score is D_T = Geo(s_T, s_0) / Max(s_0): the "
-        "distance reached over the largest one in the scene.",
-        "the agent's trajectory",
-        "the agent ends at flee distance D_T = {flee_distance:.2f}",
-    ),
-    "explore": TaskCard(
-        "explore",
-        "Explore",
-        "Explore",
-        (("visited_cells", "Visited cells"),),
-        "An Explore policy for [navzoo](https://pypi.org/project/navzoo/): with no goal and no GPS+Compass, "
-        "from its own sensors alone, it tries to visit as many 1 m cells of the scene as it can in a "
-        f"500-step episode, choosing {ACTIONS}. Its score is the number of cells visited.",
-        "the agent's trajectory",
-        "the agent visits {visited_cells:.0f} cells of 1 m",
-    ),
-}
 
 
 def card_data(
@@ -84,10 +34,10 @@ def card_data(
     returns (split, task, episodes, action mode and the summary). `name` stands in for a config.json
     without one (the Hub needs a model name next to results)."""
     task_id = _task_id(evaluation)
-    task = TASK_CARDS[task_id]
+    task = get_task(task_id)
     sensors = list(config_from_dict(config["architecture"]).visual_sensors) or ["blind"]
     provenance = config.get("provenance") or {}
-    tags = [*BASE_TAGS, task.tag, *sensors]
+    tags = [*BASE_TAGS, task.card.tag, *sensors]
     if provenance.get("source") in TRAINED_BY:
         tags.append("dd-ppo")
     elif provenance.get("original_file"):
@@ -99,9 +49,9 @@ def card_data(
     results = [
         EvalResult(
             task_type="reinforcement-learning",
-            task_name=task.task_name,
+            task_name=task.card.task_name,
             dataset_type=f"navzoo-embedded-{task_id}",
-            dataset_name=f"navzoo embedded {task.dataset} ({split})",
+            dataset_name=f"navzoo embedded {task.card.dataset} ({split})",
             dataset_split=split,
             dataset_args=setting,
             metric_type=metric,
@@ -145,7 +95,7 @@ def model_card(
     name = repo_id.rsplit("/", 1)[-1]
     data = card_data(config, evaluation, license=license, base_model=base_model, name=name)
     sections = [
-        _summary(data.model_name, config, TASK_CARDS[_task_id(evaluation)]),
+        _summary(data.model_name, config, get_task(_task_id(evaluation)).card),
         _results(evaluation, video, figure),
         _provenance(config, base_model or config.get("provenance", {}).get("base_model"), learning_curve),
         _usage(repo_id, _task_id(evaluation)),
@@ -153,7 +103,7 @@ def model_card(
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(sections) + "\n")
 
 
-def _summary(name: str, config: dict[str, Any], task: TaskCard) -> str:
+def _summary(name: str, config: dict[str, Any], task: CardText) -> str:
     model = config_from_dict(config["architecture"])
     sensors = model.visual_sensors
     seeing = f"{'+'.join(sensors)} at {model.resolution[0]}x{model.resolution[1]}" if sensors else "blind"
@@ -173,9 +123,8 @@ def _summary(name: str, config: dict[str, Any], task: TaskCard) -> str:
 
 
 def _results(evaluation: dict[str, Any], video: str | None, figure: str | None) -> str:
-    summary, task_id = evaluation["summary"], _task_id(evaluation)
-    task = TASK_CARDS[task_id]
-    on_task = "" if task_id == "pointnav" else f" on {task.task_name}"
+    summary, task = evaluation["summary"], get_task(_task_id(evaluation))
+    on_task = "" if task.has_goal else f" on {task.card.task_name}"
 
     def rate(name: str) -> str:
         ci = summary.get(f"{name}_ci95")
@@ -209,19 +158,12 @@ def _results(evaluation: dict[str, Any], video: str | None, figure: str | None) 
         lines += [
             "",
             f"Episode {episode.get('episode_index', 0)} of {evaluation['split']}: "
-            f"{_outcome(task_id, episode)}. Top-down map with {task.map_shows}, the agent's view and its "
+            f"{task.outcome(episode)}. Top-down map with {task.card.map_shows}, the agent's view and its "
             "action, value estimate and reward at each step:",
             "",
             f'<video src="{video}" controls autoplay loop muted width="100%"></video>',
         ]
     return "\n".join(lines)
-
-
-def _outcome(task_id: str, episode: dict[str, Any]) -> str:
-    if task_id == "pointnav":
-        reached = "reaches the goal" if episode.get("success") else "does not reach the goal"
-        return f"the agent {reached} (SPL {episode.get('spl', 0.0):.2f})"
-    return TASK_CARDS[task_id].outcome.format(**episode)
 
 
 def _provenance(config: dict[str, Any], base_model: str | None, learning_curve: str | None) -> str:
@@ -328,7 +270,8 @@ def _machine(machine: dict[str, Any]) -> str:
 
 
 def _usage(repo_id: str, task_id: str) -> str:
-    task = "" if task_id == "pointnav" else f'task="{task_id}", '  # the simulator runs the model's task
+    # The simulator runs the model's task: named unless it is SimConfig's default.
+    task = "" if task_id == SimConfig().task else f'task="{task_id}", '
     return f"""## Usage
 
 ```bash

@@ -22,12 +22,12 @@ from huggingface_hub import CommitInfo, HfApi
 from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
 from navzoo.errors import NavzooError
-from navzoo.evaluation import METRIC_LABELS, TASK_METRICS
 from navzoo.hub.card import TRAINED_BY, model_card
 from navzoo.hub.pull import pull
 from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
 from navzoo.replay import load_replay
 from navzoo.replay_view import ReplayView
+from navzoo.tasks import get_task
 from navzoo.video import write_mp4
 
 EVAL_NAME = "eval.json"
@@ -260,6 +260,6 @@ def upload(
 def _commit_message(folder: Path) -> str:
     evaluation = json.loads((folder / EVAL_NAME).read_text())
     summary = evaluation["summary"]
-    metrics = TASK_METRICS[evaluation.get("task", "pointnav")]
-    results = ", ".join(f"{METRIC_LABELS[m]} {summary[m]:.3f}" for m in metrics)
+    metrics = get_task(evaluation.get("task", "pointnav")).metrics
+    results = ", ".join(f"{label} {summary[key]:.3f}" for key, label in metrics)
     return f"navzoo push: {evaluation['split']} {results} ({summary['episodes']} episodes)"

@@ -13,6 +13,7 @@ from navzoo.errors import ConfigError
 from navzoo.evaluation import keyed_uniform
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+from navzoo.tasks import get_task
 
 ORACLE_DIRECTIONS = 72  # candidate headings the oracle compares, every 5 degrees
 
@@ -32,7 +33,7 @@ class BaselineAgent:
         raise NotImplementedError
 
     def _goal_reached(self, obs) -> torch.Tensor:
-        if self.sim.config.task != "pointnav":  # Flee and Explore have no goal: these agents never stop
+        if not self.sim.task.has_goal:  # Flee and Explore have no goal: these agents never stop
             return torch.zeros(self.sim.num_envs, dtype=torch.bool, device=self.sim.device)
         return obs["pointgoal_with_gps_compass"][:, 0] <= self.sim.config.success_distance
 
@@ -121,7 +122,7 @@ def make_baseline(name: str, sim: BatchSim, seed: int = 0) -> BaselineAgent:
 
 def check_baseline_task(name: str, task: str) -> None:
     """Raise ConfigError if baseline `name` needs the point goal and `task` has none."""
-    if task != "pointnav" and name in GOAL_BASELINES:
+    if not get_task(task).has_goal and name in GOAL_BASELINES:
         raise ConfigError(
             "task",
             task,

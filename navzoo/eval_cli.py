@@ -17,7 +17,6 @@ import torch
 from navzoo.baselines import BASELINES, GOAL_BASELINES, check_baseline_task, make_baseline
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.evaluation import (
-    TASK_NAMES,
     EpisodeResult,
     episode_map,
     evaluate,
@@ -32,6 +31,7 @@ from navzoo.replay import SUFFIX, make_replay, save_replay
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
 from navzoo.sim_cli import add_sim_arguments, sim_config_from_args
+from navzoo.tasks import get_task
 from navzoo.topdown import save_png
 from navzoo.zoo import HF_HUB_PREFIX, load
 
@@ -108,14 +108,15 @@ def _run(args) -> None:
             raise ConfigError("threads", args.threads, "1 or more")
         torch.set_num_threads(args.threads)
     # With no agents named, the task picks them; otherwise the first model's task is the default.
-    sources = args.agents or list(DEFAULT_AGENTS if args.task in (None, "pointnav") else GOALLESS_BASELINES)
+    with_goal = args.task is None or get_task(args.task).has_goal
+    sources = args.agents or list(DEFAULT_AGENTS if with_goal else GOALLESS_BASELINES)
     agents = unique_labels([_load_agent(source, args.device) for source in sources])
     task = args.task or next((a.policy.task for a in agents if a.policy is not None), "pointnav")
     # Every mismatch of task, sensors or resolution is reported before anything runs.
     configs = [_sim_config(args, agent, task) for agent in agents]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"{TASK_NAMES[task]}, split {args.split}, {args.episodes} episodes")
+    print(f"{get_task(task).label}, split {args.split}, {args.episodes} episodes")
     sims: dict[SimConfig, BatchSim] = {}  # one simulator per distinct sensors and resolution
     settings = {k: v for k, v in vars(args).items() if k != "run"} | {"agents": sources, "task": task}
     summaries, report = {}, {"config": settings, "agents": {}}
@@ -133,7 +134,7 @@ def _run(args) -> None:
     (out / "eval.json").write_text(json.dumps(_json_safe(report), indent=2))
     print()
     print(format_table(summaries, task))
-    if task == "pointnav":  # only PointGoal has a goal distance to break results down by
+    if get_task(task).has_goal:  # only a task with a goal has a goal distance to break results down by
         written.append(plot_by_distance(summaries, out / "spl_by_distance.png"))
         print()
         print(format_distance_table(summaries))

@@ -29,43 +29,22 @@ from navzoo.errors import ConfigError
 from navzoo.sim.batch_sim import BatchSim, hash32
 from navzoo.sim.episodes import Episode
 from navzoo.sim.scenes import stable_seed
+from navzoo.tasks import TASKS, Task, get_task
 from navzoo.topdown import draw_topdown, shortest_path
 
 DISTANCE_BINS = (0.0, 2.5, 5.0, 7.5, 10.0, 15.0, 20.0, math.inf)  # metres of geodesic start distance
-TASK_NAMES = {"pointnav": "PointGoal", "flee": "Flee", "explore": "Explore"}
-# The metrics an evaluation of each task reports with a 95% interval; the first is the one to rank by.
-TASK_METRICS = {"pointnav": ("spl", "success"), "flee": ("flee_distance",), "explore": ("visited_cells",)}
-METRIC_LABELS = {
-    "spl": "SPL",
-    "success": "success",
-    "flee_distance": "flee distance",
-    "visited_cells": "visited cells",
-}
-# EpisodeResult fields that only one task fills (the others hold NaN or None there).
-_TASK_FIELDS = {
-    "pointnav": ("geodesic_distance", "success", "spl", "distance_to_goal"),
-    "flee": ("flee_distance",),
-    "explore": ("visited_cells",),
-}
 _TRAJECTORY_FIELDS = ("positions", "headings", "actions", "rewards", "values", "action_probs")
-
-
-def primary_metric(task: str) -> str:
-    """The summary key that ranks agents on `task`: 'spl', 'flee_distance' or 'visited_cells'."""
-    if task not in TASK_METRICS:
-        raise ConfigError("task", task, tuple(TASK_METRICS))
-    return TASK_METRICS[task][0]
+_COUNTS = ("collisions", "num_steps", "visited_cells")  # EpisodeResult's integer metrics
 
 
 @dataclass
 class EpisodeResult:
+    """One evaluated episode: its metrics (those of its task; the other tasks' fields stay None) and its
+    trajectory."""
+
     episode_index: int
     episode_id: str
     scene_id: str
-    geodesic_distance: float  # PointGoal's four metrics; NaN on Flee and Explore
-    success: float
-    spl: float
-    distance_to_goal: float
     path_length: float
     collisions: int
     num_steps: int
@@ -77,12 +56,17 @@ class EpisodeResult:
     values: np.ndarray | None = None  # [T], the agent's value estimate before each action, if it has one
     action_probs: np.ndarray | None = None  # [T, A], the agent's action distribution, if it has one
     task: str = "pointnav"
+    geodesic_distance: float | None = None  # PointGoal: geodesic distance from the start to the goal
+    success: float | None = None
+    spl: float | None = None
+    distance_to_goal: float | None = None
     flee_distance: float | None = None  # Flee: D_T = Geo(s_T, s_0) / Max(s_0), in [0, 1]
     visited_cells: int | None = None  # Explore: 1 m cells visited
 
     def metrics(self) -> dict:
         """The episode's numbers, without the trajectory and without the fields of other tasks."""
-        others = [f for task, names in _TASK_FIELDS.items() if task != self.task for f in names]
+        mine = get_task(self.task).episode_fields
+        others = [f for task in TASKS.values() for f in task.episode_fields if f not in mine]
         skip = {*_TRAJECTORY_FIELDS, "task", *others}
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
@@ -194,24 +178,21 @@ class _Trajectories:
 
 
 def _result(sim: BatchSim, index: int, ended: dict, env: int, trajectory: dict) -> EpisodeResult:
-    episode, task = sim.episodes[index], sim.config.task
+    episode = sim.episodes[index]
 
-    def value(key: str) -> float:
-        return float(ended[key][env])
+    def value(key: str) -> float | int:
+        return (int if key in _COUNTS else float)(ended[key][env])
 
-    pointgoal = {k: value(k) if task == "pointnav" else math.nan for k in _TASK_FIELDS["pointnav"]}
     return EpisodeResult(
         episode_index=index,
         episode_id=episode.episode_id,
         scene_id=episode.scene_id,
-        **pointgoal,
         path_length=value("path_length"),
-        collisions=int(ended["collisions"][env]),
-        num_steps=int(ended["num_steps"][env]),
+        collisions=value("collisions"),
+        num_steps=value("num_steps"),
         episode_return=value("episode_return"),
-        task=task,
-        flee_distance=value("flee_distance") if task == "flee" else None,
-        visited_cells=int(ended["visited_cells"][env]) if task == "explore" else None,
+        task=sim.task.name,
+        **{name: value(name) for name in sim.task.episode_fields},
         **trajectory,
     )
 
@@ -238,23 +219,23 @@ def _rates(results: list[EpisodeResult]) -> dict:
 
 
 def summarize(results: list[EpisodeResult]) -> dict:
-    """Means over episodes of one task, with 95% intervals for its TASK_METRICS, and the mean path length,
-    collisions and steps. PointGoal adds the distance to the goal and Success / SPL per geodesic-distance
-    bin (DD-PPO Fig. 13; empty bins are left out)."""
+    """Means over episodes of one task, with 95% intervals for its metrics (Task.metrics), and the mean path
+    length, collisions and steps. PointGoal adds the distance to the goal and Success / SPL per
+    geodesic-distance bin (DD-PPO Fig. 13; empty bins are left out)."""
     task = _task_of(results)
-    if task == "pointnav":
+    if task.has_goal:
         return _pointgoal_summary(results)
     summary = {"episodes": len(results)}
-    for metric in TASK_METRICS[task]:
+    for metric, _ in task.metrics:
         summary[metric], summary[f"{metric}_ci95"] = mean_ci([getattr(r, metric) for r in results])
     return {**summary, **_motion(results)}
 
 
-def _task_of(results: list[EpisodeResult]) -> str:
+def _task_of(results: list[EpisodeResult]) -> Task:
     tasks = {r.task for r in results}
     if len(tasks) > 1:
         raise ConfigError("results", sorted(tasks), "episodes of one task (summarise each task on its own)")
-    return tasks.pop() if tasks else "pointnav"
+    return get_task(tasks.pop() if tasks else "pointnav")
 
 
 def _pointgoal_summary(results: list[EpisodeResult]) -> dict:
@@ -280,34 +261,14 @@ def _motion(results: list[EpisodeResult]) -> dict:
     }
 
 
-_MOTION_COLUMNS = (
-    ("path length", "path_length", 11, ".2f"),
-    ("collisions", "collisions", 10, ".1f"),
-    ("steps", "num_steps", 7, ".1f"),
-)
-# format_table's columns per task: (header, summary key, width, number format).
-_TABLE_COLUMNS = {
-    "pointnav": (
-        ("success", "success", 15, ".3f"),
-        ("SPL", "spl", 15, ".3f"),
-        ("dist-to-goal", "distance_to_goal", 12, ".2f"),
-        ("collisions", "collisions", 10, ".1f"),
-    ),
-    "flee": (("flee distance", "flee_distance", 15, ".3f"), *_MOTION_COLUMNS),
-    "explore": (("visited cells", "visited_cells", 15, ".1f"), *_MOTION_COLUMNS),
-}
-
-
 def format_table(summaries: dict[str, dict], task: str = "pointnav") -> str:
     """A plain-text table, one row per agent, with the columns of `task` (the summaries' task)."""
-    if task not in _TABLE_COLUMNS:
-        raise ConfigError("task", task, tuple(_TABLE_COLUMNS))
-    columns = _TABLE_COLUMNS[task]
+    columns = get_task(task).columns
     width = max([16, *map(len, summaries)])
-    header = f"{'agent':<{width}} {'episodes':>8}" + "".join(f" {title:>{w}}" for title, _, w, _ in columns)
+    header = f"{'agent':<{width}} {'episodes':>8}" + "".join(f" {c.header:>{c.width}}" for c in columns)
     lines = [header, "-" * len(header)]
     for name, s in summaries.items():
-        cells = "".join(f" {_cell(s, key, fmt):>{w}}" for _, key, w, fmt in columns)
+        cells = "".join(f" {_cell(s, c.key, c.fmt):>{c.width}}" for c in columns)
         lines.append(f"{name:<{width}} {s['episodes']:>8d}{cells}")
     return "\n".join(lines)
 
@@ -389,7 +350,7 @@ def episode_map(sim: BatchSim, result: EpisodeResult, cell_pixels: int = 8) -> n
     assets = sim.pool.assets[int(table["slot"][result.episode_index])]
     episode = sim.episodes[result.episode_index]
     goal, path = None, None
-    if result.task == "pointnav":
+    if get_task(result.task).has_goal:
         rows, cols = assets.nav.shape
         field = sim.pool.fields[int(table["field"][result.episode_index]), :rows, :cols].cpu().numpy()
         goal, path = episode.goal, shortest_path(assets.nav, field, episode.start)

@@ -13,9 +13,10 @@ from contextlib import contextmanager
 import torch
 
 from navzoo.errors import ConfigError
-from navzoo.evaluation import TASK_NAMES, keyed_uniform
+from navzoo.evaluation import keyed_uniform
 from navzoo.models import ActorCritic, ModelConfig
 from navzoo.sim.config import SimConfig
+from navzoo.tasks import get_task
 
 ACTION_MODES = ("sampled", "deterministic")
 
@@ -113,7 +114,7 @@ def check_sim_config(
     """Raise ConfigError, saying how to fix it, unless the simulator runs the policy's `task` and renders
     what the policy reads."""
     if sim_config.task != task:
-        name = TASK_NAMES.get(task, task)
+        name = get_task(task).label
         raise ConfigError(
             "task",
             sim_config.task,

@@ -20,6 +20,7 @@ from navzoo.errors import ConfigError
 from navzoo.replay import Replay, render_replay
 from navzoo.sim.config import ACTION_NAMES
 from navzoo.sim.episodes import scene_assets
+from navzoo.tasks import get_task
 from navzoo.topdown import draw_topdown, shortest_path
 
 MAP_PIXELS = 640  # the longer side of the map image, roughly (whole pixels per scene cell)
@@ -44,7 +45,7 @@ class ReplayView:
         self.scene, self.nav = assets.scene, assets.nav
         self.task = config.task
         # Only PointGoal has a goal to draw; Flee and Explore episodes reuse the start of a PointGoal one.
-        self.goal = episode.goal if self.task == "pointnav" else None
+        self.goal = episode.goal if get_task(self.task).has_goal else None
         self.path = None
         if self.goal is not None:
             row, col = self.nav.cell_of(np.asarray(self.goal, dtype=np.float64))
@@ -181,7 +182,7 @@ class ReplayView:
             parts.append(f"value {info['value']:+.2f}")
         parts.append(f"return {info['cumulative_reward']:+.2f}")
         if info["action"] is None:  # the end: the episode's outcome
-            parts.append(summary_line(self.replay.metrics))
+            parts.append(summary_line(self.replay.metrics, self.task))
         return "   ".join(parts)
 
     def _check(self, step) -> int:
@@ -192,16 +193,10 @@ class ReplayView:
         return int(step)
 
 
-def summary_line(metrics: dict) -> str:
-    """The episode's headline metrics, as far as its task has them."""
+def summary_line(metrics: dict, task: str) -> str:
+    """The episode's headline metrics (Task.headline), as far as the replay has them."""
     shown = []
-    for key, label, fmt in (
-        ("success", "success", "{:.0f}"),
-        ("spl", "SPL", "{:.3f}"),
-        ("distance_to_goal", "distance to goal", "{:.2f} m"),
-        ("flee_distance", "flee distance", "{:.3f}"),
-        ("visited_cells", "cells visited", "{:.0f}"),
-    ):
+    for key, label, fmt in get_task(task).headline:
         value = metrics.get(key)
         if isinstance(value, int | float) and math.isfinite(value):
             shown.append(f"{label} {fmt.format(value)}")

@@ -11,20 +11,14 @@ from huggingface_hub import ModelCard
 from navzoo.baselines import make_baseline
 from navzoo.cli import main
 from navzoo.errors import ConfigError, NavzooError
-from navzoo.evaluation import (
-    TASK_METRICS,
-    episode_map,
-    evaluate,
-    format_table,
-    primary_metric,
-    summarize,
-)
+from navzoo.evaluation import episode_map, evaluate, format_table, summarize
 from navzoo.hub.push import write_repo_folder
 from navzoo.hub.weights import save_pretrained
 from navzoo.models import PointNavPolicy, PolicyConfig
 from navzoo.policy_agent import PolicyAgent, check_sim_config, sim_settings
 from navzoo.replay import load_replay
 from navzoo.sim import BatchSim, SimConfig
+from navzoo.tasks import TASKS, get_task
 from navzoo.topdown import GOAL, SHORTEST_PATH
 
 RESOLUTION = (32, 32)
@@ -77,7 +71,7 @@ def model_folders(tmp_path_factory):
 
 @pytest.mark.parametrize("task", ["flee", "explore"])
 def test_a_goalless_policy_is_evaluated_on_its_task(task):
-    metric = primary_metric(task)
+    metric = get_task(task).primary_metric
     sim = task_sim(task)
     try:
         results = evaluate(sim, PolicyAgent(goalless_policy(task), sim.num_envs), EPISODES, progress=False)
@@ -114,17 +108,17 @@ def test_forward_only_runs_every_episode_to_the_step_limit(task):
         sim.close()
     assert all(r.num_steps == STEP_LIMIT and r.values is None for r in results)
     summary = summarize(results)
-    assert summary[primary_metric(task)] > 0 and summary["path_length"] > 0
+    assert summary[get_task(task).primary_metric] > 0 and summary["path_length"] > 0
 
 
 def test_task_metrics_and_primary_metric():
-    assert {task: primary_metric(task) for task in TASK_METRICS} == {
+    assert {name: task.primary_metric for name, task in TASKS.items()} == {
         "pointnav": "spl",
         "flee": "flee_distance",
         "explore": "visited_cells",
     }
     with pytest.raises(ConfigError, match="'pointnav', 'flee', 'explore'"):
-        primary_metric("objectnav")
+        get_task("objectnav")
 
 
 def test_a_policy_runs_only_on_its_own_task():

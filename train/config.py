@@ -25,6 +25,7 @@ import yaml
 from navzoo.errors import ConfigError
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
 from navzoo.sim.config import SimConfig
+from navzoo.tasks import get_task
 from navzoo.typed_config import check_field_types
 
 ALGORITHMS = ("ppo", "dagger")
@@ -188,11 +189,11 @@ class TrainConfig:
         self.imitation.validate()
         self.distributed.validate()
         _one_of("algorithm", self.algorithm, ALGORITHMS)
-        if self.algorithm == "dagger" and self.sim.task != "pointnav":
+        if self.algorithm == "dagger" and not get_task(self.sim.task).has_goal:
             raise ConfigError(
                 "algorithm",
                 self.algorithm,
-                f"'ppo' on {self.sim.task}: the oracle dagger imitates is PointGoal's",
+                f"'ppo' on {self.sim.task}: the teacher dagger imitates walks to a goal, which it has not",
             )
         if self.ppo.aux_tasks and self.algorithm != "ppo":
             raise ConfigError(
@@ -224,7 +225,7 @@ class TrainConfig:
         from navzoo.zoo import model_entry
 
         base = model_entry(self.model).config
-        sensors = tuple(self.sim.sensors) + ((GOAL_SENSOR,) if self.sim.task == "pointnav" else ())
+        sensors = tuple(self.sim.sensors) + ((GOAL_SENSOR,) if get_task(self.sim.task).has_goal else ())
         if base.is_blind:
             sensors = tuple(s for s in sensors if s == GOAL_SENSOR)
             changes: dict[str, Any] = {"sensors": sensors}

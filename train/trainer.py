@@ -29,10 +29,10 @@ import yaml
 
 from navzoo.destination import check_destination
 from navzoo.errors import ConfigError
-from navzoo.evaluation import TASK_METRICS
 from navzoo.hub.weights import save_pretrained
 from navzoo.models import VISUAL_FEATURES_KEY, ActorCritic, PointNavPolicy
 from navzoo.sim.batch_sim import BatchSim
+from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.config import TrainConfig
 from navzoo.train.distributed import (
@@ -50,11 +50,6 @@ from navzoo.train.rollout import RolloutStorage
 
 CONFIG_FILE = "train_config.yaml"
 CHECKPOINT_FORMAT = "navzoo-train-checkpoint"
-EPISODE_METRICS = {
-    "pointnav": ("success", "spl", "distance_to_goal"),
-    "flee": ("flee_distance",),
-    "explore": ("visited_cells",),
-}
 COMMON_METRICS = ("episode_return", "num_steps", "path_length", "collisions")
 # The config keys a model's tensors depend on, named when a resume finds tensors of another shape.
 ARCHITECTURE_KEYS = ("model", "policy.", "sim.sensors", "sim.resolution", "sim.task")
@@ -210,7 +205,8 @@ class Trainer:
             logger.close()
             self.sim.close()
         if workers.is_main:
-            plot_learning_curve(self.run_dir, tuple(f"episode/{m}" for m in TASK_METRICS[cfg.sim.task]))
+            task_metrics = get_task(cfg.sim.task).metrics
+            plot_learning_curve(self.run_dir, tuple(f"episode/{name}" for name, _ in task_metrics))
             if self.stop_reason == "SIGUSR1":
                 _requeue_slurm_job()
         return TrainResult(self.run_dir, self.update, self.frames, self.stop_reason, metrics)
@@ -324,7 +320,7 @@ class Trainer:
         return metrics
 
     def _metric_names(self) -> tuple[str, ...]:
-        return COMMON_METRICS + EPISODE_METRICS[self.config.sim.task]
+        return COMMON_METRICS + get_task(self.config.sim.task).training_metrics
 
     def _sync_time(self) -> float:
         if self.device.type == "cuda":

@@ -21,10 +21,11 @@ import torch
 from matplotlib.figure import Figure
 
 from navzoo.errors import ConfigError
-from navzoo.evaluation import evaluate, primary_metric, summarize
+from navzoo.evaluation import evaluate, summarize
 from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
+from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
 from navzoo.transfer.config import TransferConfig, transfer_train_config
 from navzoo.transfer.finetune import (
@@ -36,11 +37,6 @@ from navzoo.transfer.finetune import (
 )
 from navzoo.transfer.imagenet import ImageNetWeightsError
 from navzoo.transfer.settings import SETTINGS
-
-METRIC_LABELS = {
-    "flee_distance": "Flee: geodesic distance fled, D_T",
-    "visited_cells": "Explore: cells visited",
-}
 
 
 @dataclass(frozen=True)
@@ -121,7 +117,7 @@ def _point(policy, frames: int, task: str, plan: EvalPlan) -> dict:
             results = evaluate(sim, PolicyAgent(policy, sim.num_envs), plan.episodes, progress=False)
     finally:
         sim.close()
-    summary, metric = summarize(results), primary_metric(task)
+    summary, metric = summarize(results), get_task(task).primary_metric
     return {"frames": frames, "metric": summary[metric], "ci95": summary[f"{metric}_ci95"]}
 
 
@@ -134,7 +130,7 @@ def _load(
         "task": task,
         "base_model": base,
         "frames": frames,
-        "metric": primary_metric(task),
+        "metric": get_task(task).primary_metric,
         "eval": {"split": "val", "episodes": plan.episodes, "action_mode": "sampled"},
         "overrides": overrides,
         "options": json.loads(json.dumps(options)),  # tuples as lists, as they come back from the file
@@ -179,7 +175,8 @@ def plot_sweep(results: dict, path: str | Path) -> Path:
         title += f"\nnot run: {', '.join(skipped)}"
     ax.set_title(title, fontsize=9)
     ax.set_xlabel("frames of experience (millions)")
-    ax.set_ylabel(METRIC_LABELS.get(results["metric"], results["metric"]))
+    task = get_task(results["task"])
+    ax.set_ylabel(f"{task.label}: {task.metric_label(results['metric'])}")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

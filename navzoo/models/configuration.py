@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from navzoo.errors import ConfigError
+from navzoo.tasks import GOAL_SENSOR
 from navzoo.typed_config import check_field_types
 
-GOAL_SENSOR = "pointgoal_with_gps_compass"
 # Visual sensors in the order their channels are concatenated. habitat-baselines builds the encoder's
 # observation space from a plain dict, which gym sorts by key, so depth comes before rgb.
 VISUAL_SENSORS = ("depth", "rgb")

@@ -6,9 +6,12 @@ from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import ACTION_NAMES, MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, SimConfig
 from navzoo.sim.episodes import Episode, load_episodes, save_episodes, split_episodes
 from navzoo.sim.scenes import Scene, generate_scene
+from navzoo.tasks import TASKS
 
-for _task, _name in (("pointnav", "PointNav"), ("flee", "Flee"), ("explore", "Explore")):
-    gymnasium.register(f"navzoo/{_name}-v0", entry_point="navzoo.sim.gym_env:NavEnv", kwargs={"task": _task})
+for _task in TASKS.values():
+    gymnasium.register(
+        f"navzoo/{_task.gym_id}-v0", entry_point="navzoo.sim.gym_env:NavEnv", kwargs={"task": _task.name}
+    )
 
 __all__ = [
     "ACTION_NAMES",

@@ -23,6 +23,7 @@ from navzoo.sim.episodes import STARTS_PER_ANCHOR, Episode, episodes_for
 from navzoo.sim.physics import disc_free, move
 from navzoo.sim.pool import ScenePool
 from navzoo.sim.scenes import stable_seed
+from navzoo.tasks import get_task
 
 _MASK32 = 0xFFFFFFFF
 # The per-environment tensors a checkpoint holds (and `visited` for Explore), and the config fields that
@@ -85,14 +86,8 @@ class BatchSim:
         self.episode_index = torch.zeros(n, dtype=torch.long, device=dev)
         self.episode_counter = torch.zeros(n, dtype=torch.long, device=dev)
         self.env_seeds = torch.zeros(n, dtype=torch.long, device=dev)
-        if config.task == "explore":
-            rows, cols = self.pool.atlas.heights.shape[1:]
-            size = self.pool.cell_size
-            self.visit_shape = (
-                math.ceil(rows * size / config.explore_cell_size),
-                math.ceil(cols * size / config.explore_cell_size),
-            )
-            self.visited = torch.zeros(n, *self.visit_shape, dtype=torch.bool, device=dev)
+        self.task = get_task(config.task)
+        self.task.allocate(self)
         self.seed(config.seed)
 
     # --- public API ------------------------------------------------------------------------------------
@@ -134,7 +129,7 @@ class BatchSim:
         self.path_length += (self.pos - old).norm(dim=1)
         self.steps += 1
 
-        reward, metrics = self._task_step(stop)
+        reward, metrics = self.task.step(self, stop)
         self.episode_return += reward
         truncated = (self.steps >= cfg.max_episode_steps) & ~stop
         done = stop | truncated
@@ -166,8 +161,7 @@ class BatchSim:
                 cfg.sensors,
                 compiled=cfg.compile,
             )
-        if cfg.task == "pointnav":
-            obs["pointgoal_with_gps_compass"] = self._pointgoal(idx)
+        obs.update(self.task.observations(self, idx))
         return obs
 
     def geodesic_distance(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
@@ -217,11 +211,11 @@ class BatchSim:
             setattr(self, name, saved.to(self.device, copy=True))
 
     def _state_tensors(self) -> tuple[str, ...]:
-        return _STATE_TENSORS + (("visited",) if self.config.task == "explore" else ())
+        return _STATE_TENSORS + self.task.state_tensors
 
     # --- episodes --------------------------------------------------------------------------------------
     def _start_episodes(self, envs: torch.Tensor) -> None:
-        cfg, pool = self.config, self.pool
+        pool = self.pool
         u = None if self.fixed else self._uniform(envs, 4)  # drawn before the counter moves on
         self.episode_counter[envs] += 1
         if self.fixed:
@@ -243,7 +237,7 @@ class BatchSim:
             start = (start_cell.flip(1).float() + 0.5) * pool.nav_cell
             anchor_xy = pool.anchors_xy[slot, anchor]
             self.slot[envs] = slot
-            self.pos[envs] = anchor_xy if cfg.task == "flee" else start
+            self.pos[envs] = anchor_xy if self.task.starts_at_field_source else start
             self.heading[envs] = (u[:, 3] * 2 - 1) * math.pi
             self.goal[envs] = anchor_xy
             self.field[envs] = slot * anchors + anchor
@@ -252,13 +246,7 @@ class BatchSim:
         self.path_length[envs] = 0
         self.collisions[envs] = 0
         self.episode_return[envs] = 0
-        if cfg.task == "explore":
-            self.visited[envs] = False
-            self._visit(envs)
-        elif cfg.task == "pointnav":
-            self.geodesic[envs] = self._lookup(self.field[envs], self.pos[envs])
-        else:
-            self.geodesic[envs] = 0.0
+        self.task.begin(self, envs)
         self.start_geodesic[envs] = self.geodesic[envs]
 
     def _uniform(self, envs: torch.Tensor, count: int) -> torch.Tensor:
@@ -266,33 +254,6 @@ class BatchSim:
         key = hash32(self.env_seeds[envs] ^ hash32(self.episode_counter[envs] + 0x9E37))
         draws = [hash32(key + 0x6A09 * (j + 1)) for j in range(count)]
         return torch.stack(draws, 1).float() / 2.0**32
-
-    # --- tasks -----------------------------------------------------------------------------------------
-    def _task_step(self, stop: torch.Tensor):
-        cfg = self.config
-        if cfg.task == "pointnav":
-            previous = self.geodesic
-            self.geodesic = self._lookup(self.field, self.pos)
-            self.geodesic = torch.where(torch.isfinite(self.geodesic), self.geodesic, previous)
-            reward = -(self.geodesic - previous) - 0.01
-            success = stop & (self.geodesic <= cfg.success_distance)
-            spl = success.float() * self.start_geodesic / torch.maximum(self.start_geodesic, self.path_length)
-            reward = reward + 2.5 * spl  # DD-PPO's terminal reward (SPL is 0 unless the episode ends here)
-            return reward, {
-                "success": success.float(),
-                "spl": spl,
-                "distance_to_goal": self.geodesic.clone(),
-                "geodesic_distance": self.start_geodesic.clone(),
-            }
-        if cfg.task == "flee":
-            previous = self.geodesic
-            current = self._lookup(self.field, self.pos)
-            self.geodesic = torch.where(torch.isfinite(current), current, previous)
-            scale = self.pool.field_max[self.field]
-            reward = 5.0 * (self.geodesic - previous) / scale
-            return reward, {"flee_distance": self.geodesic / scale}
-        newly = self._visit(torch.arange(self.num_envs, device=self.device))
-        return 0.25 * newly.float(), {"visited_cells": self.visited.flatten(1).sum(1).float()}
 
     def _episode_metrics(self) -> dict[str, torch.Tensor]:
         metrics = {
@@ -304,22 +265,6 @@ class BatchSim:
         if self.fixed:
             metrics["episode_index"] = self.episode_index.clone()
         return metrics
-
-    def _visit(self, envs: torch.Tensor) -> torch.Tensor:
-        """Mark each env's current 1 m cell as visited; True where it was new."""
-        size = self.config.explore_cell_size
-        row = (self.pos[envs, 1] / size).long().clamp(0, self.visit_shape[0] - 1)
-        col = (self.pos[envs, 0] / size).long().clamp(0, self.visit_shape[1] - 1)
-        new = ~self.visited[envs, row, col]
-        self.visited[envs, row, col] = True
-        return new
-
-    def _pointgoal(self, idx) -> torch.Tensor:
-        rel = self.goal[idx] - self.pos[idx]
-        heading = self.heading[idx]
-        forward = rel[:, 0] * torch.cos(heading) + rel[:, 1] * torch.sin(heading)
-        left = -rel[:, 0] * torch.sin(heading) + rel[:, 1] * torch.cos(heading)
-        return torch.stack([rel.norm(dim=1), torch.atan2(-left, forward)], 1)
 
     def _lookup(self, field: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
         """Geodesic distance at continuous points: best of the 3x3 neighbouring cell centres plus the hop."""

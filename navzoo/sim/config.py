@@ -5,9 +5,10 @@ from dataclasses import dataclass, fields, replace
 import torch
 
 from navzoo.errors import ConfigError
+from navzoo.tasks import TASKS as _TASK_OBJECTS
 from navzoo.typed_config import check_field_types
 
-TASKS = ("pointnav", "flee", "explore")
+TASKS = tuple(_TASK_OBJECTS)  # navzoo.tasks defines them
 SPLITS = ("train", "val", "test")
 SENSORS = ("depth", "rgb")
 SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")

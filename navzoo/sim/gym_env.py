@@ -17,6 +17,7 @@ from gymnasium.vector.utils import batch_space
 
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import ACTION_NAMES, SimConfig
+from navzoo.tasks import get_task
 
 
 def observation_space(config: SimConfig) -> spaces.Dict:
@@ -26,7 +27,7 @@ def observation_space(config: SimConfig) -> spaces.Dict:
         parts["depth"] = spaces.Box(0.0, 1.0, (height, width, 1), np.float32)
     if "rgb" in config.sensors:
         parts["rgb"] = spaces.Box(0, 255, (height, width, 3), np.uint8)
-    if config.task == "pointnav":
+    if get_task(config.task).has_goal:
         low = np.array([0.0, -np.pi], dtype=np.float32)
         high = np.array([np.finfo(np.float32).max, np.pi], dtype=np.float32)
         parts["pointgoal_with_gps_compass"] = spaces.Box(low, high, (2,), np.float32)

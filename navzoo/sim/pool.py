@@ -27,6 +27,7 @@ from navzoo.sim.materials import material_table
 from navzoo.sim.navgrid import NAV_SUBDIVISION
 from navzoo.sim.render import SceneAtlas
 from navzoo.sim.scenes import CELL_SIZE, FAMILIES, SCENES_PER_SPLIT, scene_id, stable_seed
+from navzoo.tasks import get_task
 
 
 def train_scene_id(config: SimConfig, k: int) -> str:
@@ -90,7 +91,7 @@ class ScenePool:
             slot = slot_of[ep.scene_id]
             a = assets[slot]
             start, goal = (self._standing_cell(a, index, ep, end) for end in ("start", "goal"))
-            cell, other = (start, goal) if cfg.task == "flee" else (goal, start)
+            cell, other = (start, goal) if get_task(cfg.task).starts_at_field_source else (goal, start)
             if cell not in sources[slot]:
                 sources[slot][cell] = len(fields)
                 fields.append(_field_for(a, cell))
