@@ -1,18 +1,16 @@
 """One episode for the demo: pick it from a split, run a baseline or a model on it, and keep it as a replay.
 
-This follows `navzoo eval` (navzoo/eval_cli.py): models run with the sensors and resolution they were built
-for, and only on the task they were trained for; baselines with 64x64 depth. Flee and Explore have no goal,
-so of the baselines only random and forward-only run there, with their stop-at-the-goal check left out.
+Evaluation chooses the simulator (navzoo.evaluation.sim_config_for): models run with the sensors and
+resolution they were built for, and only on the task they were trained for; baselines with 64x64 depth.
+Flee and Explore have no goal, so of the baselines only random and forward-only run there, with their
+stop-at-the-goal check left out.
 """
 
-from dataclasses import dataclass
-
-from navzoo.baselines import BASELINES, check_baseline_task, make_baseline
+from navzoo.baselines import BASELINES, make_baseline
 from navzoo.demo.sources import MAX_RESOLUTION, Sources
 from navzoo.errors import ConfigError, UnknownModelError
-from navzoo.evaluation import evaluate
-from navzoo.models import ActorCritic
-from navzoo.policy_agent import ACTION_MODES, PolicyAgent, check_sim_config, sim_settings
+from navzoo.evaluation import Agent, evaluate, sim_config_for
+from navzoo.policy_agent import ACTION_MODES, PolicyAgent
 from navzoo.replay import Replay, make_replay
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
@@ -24,14 +22,6 @@ from navzoo.zoo import load, load_entry
 
 # The tasks as the page shows them: "PointGoal" -> "pointnav".
 TASKS = {task.label: name for name, task in TASK_OBJECTS.items()}
-DEFAULT_SETTINGS = {"sensors": ("depth",), "resolution": (64, 64)}  # as `navzoo eval` runs baselines
-
-
-@dataclass
-class Agent:
-    label: str
-    source: str  # what was chosen: a baseline or zoo name, or a model folder
-    policy: ActorCritic | None = None  # None for a baseline
 
 
 def task_id(task: str) -> str:
@@ -91,32 +81,29 @@ def load_agent(sources: Sources, choice: str, device: str = "cpu") -> Agent:
 
 
 def sim_config(agent: Agent, task: str, split: str, seed: int = 0, device: str = "cpu") -> SimConfig:
-    """One environment with the sensors the agent reads; ConfigError if the agent cannot do the task."""
-    settings = dict(DEFAULT_SETTINGS)
+    """One environment with the sensors the agent reads, as evaluation chooses them; ConfigError if the
+    agent cannot do the task."""
+    name = task_id(task)
     if agent.policy is not None:
-        settings.update(sim_settings(agent.policy.config))
-        _check_camera(agent, settings)
-    config = SimConfig(task=task_id(task), split=split, num_envs=1, seed=int(seed), device=device, **settings)
-    if agent.policy is None:
-        check_baseline_task(agent.source, config.task)
-        return config
-    if config.task != agent.policy.task:  # said in the page's words: pick the task, not --task
-        trained_for = get_task(agent.policy.task).label
-        raise ConfigError(
-            "task",
-            get_task(config.task).label,
-            f"{trained_for}: model {agent.label!r} is a {trained_for} policy (pick the {trained_for} task)",
-        )
-    check_sim_config(agent.policy.config, config, f"model {agent.label!r}", agent.policy.task)
-    return config
+        _check_camera(agent)
+        if name != agent.policy.task:  # said in the page's words: pick the task
+            trained_for = get_task(agent.policy.task).label
+            raise ConfigError(
+                "task",
+                get_task(name).label,
+                f"{trained_for}: model {agent.label!r} is a {trained_for} policy "
+                f"(pick the {trained_for} task)",
+            )
+    return sim_config_for(agent, name, split, num_envs=1, seed=int(seed), device=device)
 
 
-def _check_camera(agent: Agent, settings: dict) -> None:
+def _check_camera(agent: Agent) -> None:
     """Refuse, before running, a model whose cameras are larger than the demo shows."""
-    if settings["sensors"] and max(settings["resolution"]) > MAX_RESOLUTION:
+    config = agent.policy.config
+    if config.visual_sensors and max(config.resolution) > MAX_RESOLUTION:
         raise ConfigError(
             "resolution",
-            settings["resolution"],
+            tuple(config.resolution),
             f"cameras up to {MAX_RESOLUTION}x{MAX_RESOLUTION} in the demo: model {agent.label!r} was built "
             "for larger ones (evaluate it with `navzoo eval` instead)",
         )

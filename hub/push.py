@@ -22,6 +22,7 @@ from huggingface_hub import CommitInfo, HfApi
 from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
 from navzoo.errors import NavzooError
+from navzoo.evaluation import run
 from navzoo.hub.card import TRAINED_BY, model_card
 from navzoo.hub.pull import pull
 from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
@@ -166,14 +167,18 @@ def write_repo_folder(
 
 
 def _evaluate(folder: Path, out: Path, task: str, split: str, episodes: int, mode: str, device: str) -> Path:
-    """`navzoo eval FOLDER --task TASK` into `out`, saving the replays the video is chosen from."""
-    from navzoo.cli import build_parser  # the CLI imports this module
-
-    argv = ["eval", str(folder), "--task", task, "--split", split, "--episodes", str(episodes)]
-    argv += ["--mode", mode, "--replays", str(min(REPLAYS_SEARCHED, episodes))]
-    argv += ["--out", str(out), "--device", device]
-    args = build_parser().parse_args(argv)
-    args.run(args)
+    """Evaluate the model on `task` into `out`, saving the replays the video is chosen from."""
+    replays = min(REPLAYS_SEARCHED, episodes)
+    run(
+        [str(folder)],
+        task=task,
+        split=split,
+        episodes=episodes,
+        mode=mode,
+        out=out,
+        replays=replays,
+        device=device,
+    )
     return out
 
 
@@ -183,7 +188,7 @@ def _evaluation(eval_dir: Path, folder: Path, task: str, out: Path) -> dict[str,
     path = eval_dir / EVAL_NAME
     if not path.is_file():
         raise NavzooError(
-            f"{path} does not exist: pass the --out folder of a `navzoo eval` run of this model"
+            f"{path} does not exist: give the output folder of an evaluation of this model (`navzoo eval`)"
         )
     report = json.loads(path.read_text())
     agents = report.get("agents", {})
@@ -191,7 +196,8 @@ def _evaluation(eval_dir: Path, folder: Path, task: str, out: Path) -> dict[str,
     if len(models) != 1:
         raise NavzooError(
             f"{path} holds {len(models)} models ({', '.join(models) or 'none'}); push needs an evaluation of "
-            f"this model alone: `navzoo eval {folder} --out DIR`, or leave --eval-dir out"
+            f"this model alone: evaluate {folder} by itself, or leave the evaluation folder unset to "
+            "evaluate it here"
         )
     (entry,) = models.values()
     config = report.get("config", {})
@@ -199,13 +205,13 @@ def _evaluation(eval_dir: Path, folder: Path, task: str, out: Path) -> dict[str,
     if evaluated != task:
         raise NavzooError(
             f"{path} evaluates the model on {evaluated}, but it was trained for {task}: "
-            f"`navzoo eval {folder} --task {task} --out DIR`, or leave --eval-dir out"
+            f"evaluate it on {task}, or leave the evaluation folder unset to evaluate it here"
         )
     if (eval_dir / FIGURE_NAME).is_file():
         shutil.copyfile(eval_dir / FIGURE_NAME, out / FIGURE_NAME)
     replays = [(eval_dir / name, load_replay(eval_dir / name)) for name in entry["replays"]]
     if not replays:
-        raise NavzooError(f"{path} has no replays of the model: evaluate it with --replays 1 or more")
+        raise NavzooError(f"{path} has no replays of the model: evaluate it saving at least one replay")
     source, shown = next(((f, r) for f, r in replays if r.metrics.get("success")), replays[0])
     view = ReplayView(shown)
     write_mp4((view.frame(step) for step in range(shown.num_steps + 1)), out / VIDEO_NAME, VIDEO_FPS)

@@ -9,8 +9,8 @@ import math
 
 import torch
 
+from navzoo.draws import keyed_uniform
 from navzoo.errors import ConfigError
-from navzoo.evaluation import keyed_uniform
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from navzoo.tasks import get_task

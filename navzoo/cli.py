@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from navzoo.errors import NavzooError
+from navzoo.errors import ConfigError, NavzooError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,8 +28,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args) or 0
     except NavzooError as exc:
-        print(f"navzoo {args.command}: error: {exc}", file=sys.stderr)
+        # Library errors name the setting; on the command line, name the option that sets it too.
+        option = _option(parser, args.command, exc.field) if isinstance(exc, ConfigError) else None
+        print(
+            f"navzoo {args.command}: error: {exc}{f' (the {option} option)' if option else ''}",
+            file=sys.stderr,
+        )
         return 2
+
+
+def _option(parser: argparse.ArgumentParser, command: str, field: str) -> str | None:
+    """The option of `navzoo COMMAND` that sets `field` (a library argument or config key), if any."""
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for action in subcommands.choices[command]._actions:
+        if action.dest == field.replace("-", "_") and action.option_strings:
+            return max(action.option_strings, key=len)
+    return None
 
 
 if __name__ == "__main__":

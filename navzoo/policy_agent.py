@@ -3,7 +3,7 @@
 The agent keeps what a recurrent policy carries between steps (hidden state, previous actions) and resets
 it where an episode begins, as habitat-baselines' evaluation loop does. A sampled action is the inverse CDF
 of the policy's action distribution at one uniform draw. Under `evaluate` the draw is keyed on the agent's
-seed, the episode and the step (navzoo.evaluation.keyed_uniform), so an episode's actions do not depend on
+seed, the episode and the step (navzoo.draws.keyed_uniform), so an episode's actions do not depend on
 which environment runs it or on how many there are; called without keys, the agent draws from its own
 seeded generator. Either way an evaluation is reproducible whatever else draws random numbers.
 """
@@ -12,8 +12,8 @@ from contextlib import contextmanager
 
 import torch
 
+from navzoo.draws import keyed_uniform
 from navzoo.errors import ConfigError
-from navzoo.evaluation import keyed_uniform
 from navzoo.models import ActorCritic, ModelConfig
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
@@ -118,8 +118,8 @@ def check_sim_config(
         raise ConfigError(
             "task",
             sim_config.task,
-            f"{task!r}: {label} is a {name} policy (SimConfig(task={task!r}); navzoo eval: pass --task "
-            f"{task}, or leave --task out and name this model first)",
+            f"{task!r}: {label} is a {name} policy; evaluate it on task {task!r}, or leave the task unset "
+            "and name this model first",
         )
     missing = [s for s in config.visual_sensors if s not in sim_config.sensors]
     if missing:
@@ -127,16 +127,14 @@ def check_sim_config(
         raise ConfigError(
             "sensors",
             sim_config.sensors,
-            f"sensors including {', '.join(missing)}: {label} reads {wanted} "
-            f"(SimConfig(sensors={config.visual_sensors}); navzoo eval: pass --sensors {wanted} or leave "
-            "--sensors out)",
+            f"sensors including {', '.join(missing)}: {label} reads {wanted}; give sensors {wanted}, or "
+            "leave the sensors unset to use the model's own",
         )
     if config.visual_sensors and tuple(config.resolution) != sim_config.resolution:
         h, w = config.resolution
-        flag = f"pass --resolution {h} or leave --resolution out" if h == w else "leave --resolution out"
         raise ConfigError(
             "resolution",
             sim_config.resolution,
-            f"({h}, {w}): {label} expects {' '.join(config.visual_sensors)} images of {h}x{w} "
-            f"(SimConfig(resolution=({h}, {w})); navzoo eval: {flag})",
+            f"({h}, {w}): {label} expects {' '.join(config.visual_sensors)} images of {h}x{w}; give that "
+            "resolution, or leave the resolution unset to use the model's own",
         )

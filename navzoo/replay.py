@@ -12,22 +12,27 @@ the episode's metrics. Layout (format_version 1)::
     metrics (EpisodeResult.metrics())
 """
 
+from __future__ import annotations
+
 import dataclasses
 import gzip
 import json
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from navzoo import __version__
 from navzoo.errors import ConfigError, ReplayError
-from navzoo.evaluation import EpisodeResult
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode
+
+if TYPE_CHECKING:
+    from navzoo.evaluation import EpisodeResult
 
 FORMAT = "navzoo-replay"
 FORMAT_VERSION = 1
@@ -129,8 +134,8 @@ def load_replay(
     name = str(path) if name is None else name
     if not path.is_file():
         raise ReplayError(
-            f"replay file {name} does not exist; `navzoo eval AGENT --replays K --out OUT` writes replays "
-            "to OUT/replays/<agent>/"
+            f"replay file {name} does not exist; an evaluation that saves replays (navzoo.evaluation.run "
+            "with out and replays, as `navzoo eval` does) writes them to <out>/replays/<agent>/"
         )
     data = _read_json(path, name, max_bytes)
     if not isinstance(data, dict) or data.get("format") != FORMAT:
@@ -191,14 +196,14 @@ def _check_bounds(
 def _not_json(name: str, err: Exception) -> ReplayError:
     return ReplayError(
         f"{name} is not a gzip-compressed JSON replay ({err}); it may be truncated or another kind of "
-        "file: evaluate again with `navzoo eval --replays` to rewrite it"
+        "file: evaluate again, saving replays, to rewrite it"
     )
 
 
 def _damaged(name: str, err: Exception) -> ReplayError:
     return ReplayError(
-        f"{name} is a damaged replay ({type(err).__name__}: {err}); evaluate again with "
-        "`navzoo eval --replays` to rewrite it"
+        f"{name} is a damaged replay ({type(err).__name__}: {err}); evaluate again, saving replays, to "
+        "rewrite it"
     )
 
 

@@ -27,20 +27,6 @@ def add_sim_arguments(parser: argparse.ArgumentParser, split: str = "val") -> No
     group.add_argument("--seed", type=int, default=0)
 
 
-def sim_config_from_args(args: argparse.Namespace) -> SimConfig:
-    return SimConfig(
-        task=args.task,
-        split=args.split,
-        num_envs=args.num_envs,
-        resolution=(args.resolution, args.resolution),
-        sensors=tuple(args.sensors),
-        scene_families=tuple(args.families),
-        episodes_file=args.episodes_file,
-        device=args.device,
-        seed=args.seed,
-    )
-
-
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "episodes",

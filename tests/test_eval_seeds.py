@@ -9,7 +9,8 @@ import torch
 
 import navzoo
 from navzoo.baselines import make_baseline
-from navzoo.evaluation import evaluate, keyed_uniform
+from navzoo.draws import keyed_uniform
+from navzoo.evaluation import evaluate
 from navzoo.policy_agent import PolicyAgent, inverse_cdf, sim_settings
 from navzoo.sim import BatchSim, SimConfig
 

@@ -123,10 +123,10 @@ def test_task_metrics_and_primary_metric():
 
 def test_a_policy_runs_only_on_its_own_task():
     flee_sim = SimConfig(task="flee", split="val", **sim_settings(GOALLESS))
-    with pytest.raises(ConfigError, match=r"PointGoal policy.*--task pointnav"):
+    with pytest.raises(ConfigError, match=r"PointGoal policy; evaluate it on task 'pointnav'"):
         check_sim_config(GOALLESS, flee_sim, "model 'x'")
     check_sim_config(GOALLESS, flee_sim, "model 'x'", "flee")
-    with pytest.raises(ConfigError, match=r"model 'x' is a Flee policy.*--task flee"):
+    with pytest.raises(ConfigError, match=r"model 'x' is a Flee policy; evaluate it on task 'flee'"):
         check_sim_config(GOALLESS, flee_sim.replace(task="pointnav"), "model 'x'", "flee")
 
 
@@ -179,7 +179,8 @@ def test_eval_task_defaults_to_the_first_models(model_folders, tmp_path, capsys)
         ),
         (
             ["FLEE", "--task", "explore"],
-            "is a Flee policy (SimConfig(task='flee'); navzoo eval: pass --task flee",
+            "is a Flee policy; evaluate it on task 'flee', or leave the task unset and name this model first "
+            "(the --task option)",
         ),
         (["FLEE", "--threads", "0"], "invalid threads=0"),
     ],
@@ -215,5 +216,5 @@ def test_card_of_a_transferred_model_reports_its_task(model_folders, tmp_path, t
 def test_push_refuses_an_evaluation_of_another_task(model_folders, tmp_path):
     out = tmp_path / "eval"
     assert main(eval_argv(model_folders["explore"], out=out)) == 0
-    with pytest.raises(NavzooError, match=r"on explore, but it was trained for flee.*--task flee"):
+    with pytest.raises(NavzooError, match=r"on explore, but it was trained for flee.*evaluate it on flee"):
         write_repo_folder(model_folders["flee"], tmp_path / "repo", "someone/tiny", eval_dir=out)

@@ -21,10 +21,7 @@ import torch
 from matplotlib.figure import Figure
 
 from navzoo.errors import ConfigError
-from navzoo.evaluation import evaluate, summarize
-from navzoo.policy_agent import PolicyAgent, sim_settings
-from navzoo.sim.batch_sim import BatchSim
-from navzoo.sim.config import SimConfig
+from navzoo.evaluation import Agent, run
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
 from navzoo.transfer.config import TransferConfig, transfer_train_config
@@ -110,14 +107,15 @@ def _run_setting(transfer, base_policy, frames, run_dir, plan, overrides) -> dic
 
 def _point(policy, frames: int, task: str, plan: EvalPlan) -> dict:
     """Mean of the task's metric over the first `plan.episodes` val episodes, sampled actions."""
-    config = SimConfig(task=task, split="val", num_envs=plan.num_envs, **sim_settings(policy.config))
-    sim = BatchSim(config)
-    try:
-        with torch.inference_mode():
-            results = evaluate(sim, PolicyAgent(policy, sim.num_envs), plan.episodes, progress=False)
-    finally:
-        sim.close()
-    summary, metric = summarize(results), get_task(task).primary_metric
+    with torch.inference_mode():
+        result = run(
+            [Agent("policy", "policy", policy)],
+            task=task,
+            episodes=plan.episodes,
+            num_envs=plan.num_envs,
+            progress=False,
+        )
+    summary, metric = result.summaries["policy"], get_task(task).primary_metric
     return {"frames": frames, "metric": summary[metric], "ci95": summary[f"{metric}_ci95"]}
 
 

@@ -1,0 +1,188 @@
+"""What an evaluation reports: means with 95% intervals of the task's metrics (and for PointGoal Success and
+SPL by geodesic distance, DD-PPO Fig. 13), plain-text tables, the SPL-by-distance figure, and a top-down
+map of an episode.
+"""
+
+import itertools
+import math
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from navzoo.errors import ConfigError
+from navzoo.evaluation.episodes import EpisodeResult
+from navzoo.sim.batch_sim import BatchSim
+from navzoo.tasks import Task, get_task
+from navzoo.topdown import draw_topdown, shortest_path
+
+DISTANCE_BINS = (0.0, 2.5, 5.0, 7.5, 10.0, 15.0, 20.0, math.inf)  # metres of geodesic start distance
+
+
+def mean_ci(values) -> tuple[float, float]:
+    """Mean and the half-width of its 95% confidence interval (normal approximation)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) < 2:
+        return float(values.mean()), math.nan
+    return float(values.mean()), float(1.96 * values.std(ddof=1) / math.sqrt(len(values)))
+
+
+def _rates(results: list[EpisodeResult]) -> dict:
+    """Episode count, Success and SPL with their 95% confidence half-widths."""
+    success, success_ci = mean_ci([r.success for r in results])
+    spl, spl_ci = mean_ci([r.spl for r in results])
+    return {
+        "episodes": len(results),
+        "success": success,
+        "success_ci95": success_ci,
+        "spl": spl,
+        "spl_ci95": spl_ci,
+    }
+
+
+def summarize(results: list[EpisodeResult]) -> dict:
+    """Means over episodes of one task, with 95% intervals for its metrics (Task.metrics), and the mean path
+    length, collisions and steps. PointGoal adds the distance to the goal and Success / SPL per
+    geodesic-distance bin (DD-PPO Fig. 13; empty bins are left out)."""
+    task = _task_of(results)
+    if task.has_goal:
+        return _pointgoal_summary(results)
+    summary = {"episodes": len(results)}
+    for metric, _ in task.metrics:
+        summary[metric], summary[f"{metric}_ci95"] = mean_ci([getattr(r, metric) for r in results])
+    return {**summary, **_motion(results)}
+
+
+def _task_of(results: list[EpisodeResult]) -> Task:
+    tasks = {r.task for r in results}
+    if len(tasks) > 1:
+        raise ConfigError("results", sorted(tasks), "episodes of one task (summarise each task on its own)")
+    return get_task(tasks.pop() if tasks else "pointnav")
+
+
+def _pointgoal_summary(results: list[EpisodeResult]) -> dict:
+    by_distance = []
+    for lo, hi in itertools.pairwise(DISTANCE_BINS):
+        chosen = [r for r in results if lo <= r.geodesic_distance < hi]
+        if chosen:
+            by_distance.append({"min_geodesic": lo, "max_geodesic": hi, **_rates(chosen)})
+    return {
+        **_rates(results),
+        "distance_to_goal": float(np.mean([r.distance_to_goal for r in results])),
+        **_motion(results),
+        "by_distance": by_distance,
+    }
+
+
+def _motion(results: list[EpisodeResult]) -> dict:
+    """The means every task reports: path length, collisions and steps."""
+    return {
+        "path_length": float(np.mean([r.path_length for r in results])),
+        "collisions": float(np.mean([r.collisions for r in results])),
+        "num_steps": float(np.mean([r.num_steps for r in results])),
+    }
+
+
+def format_table(summaries: dict[str, dict], task: str = "pointnav") -> str:
+    """A plain-text table, one row per agent, with the columns of `task` (the summaries' task)."""
+    columns = get_task(task).columns
+    width = max([16, *map(len, summaries)])
+    header = f"{'agent':<{width}} {'episodes':>8}" + "".join(f" {c.header:>{c.width}}" for c in columns)
+    lines = [header, "-" * len(header)]
+    for name, s in summaries.items():
+        cells = "".join(f" {_cell(s, c.key, c.fmt):>{c.width}}" for c in columns)
+        lines.append(f"{name:<{width}} {s['episodes']:>8d}{cells}")
+    return "\n".join(lines)
+
+
+def _cell(summary: dict, key: str, fmt: str) -> str:
+    """The mean, and its 95% interval as "±half-width" where the summary has one."""
+    mean = f"{summary[key]:>8{fmt}}"
+    ci = summary.get(f"{key}_ci95")
+    return mean if ci is None else f"{mean} ±{ci:{fmt}}"
+
+
+def distance_bin_label(lo: float, hi: float) -> str:
+    return f"{lo:g}+" if math.isinf(hi) else f"{lo:g}-{hi:g}"
+
+
+def _distance_bins(summaries: dict[str, dict]) -> list[tuple[float, float]]:
+    """The (min, max) geodesic bins holding episodes of any agent, nearest first."""
+    return sorted(
+        {(b["min_geodesic"], b["max_geodesic"]) for s in summaries.values() for b in s["by_distance"]}
+    )
+
+
+def format_distance_table(summaries: dict[str, dict]) -> str:
+    """SPL / Success per geodesic-distance bin, one column per agent, episode counts in brackets."""
+    bins = _distance_bins(summaries)
+    width = max([18, *map(len, summaries)])
+    header = f"{'geodesic (m)':<12}" + "".join(f" {name:>{width}}" for name in summaries)
+    lines = ["SPL / success (episodes) by geodesic distance from start to goal", header, "-" * len(header)]
+    for lo, hi in bins:
+        cells = []
+        for s in summaries.values():
+            row = next((b for b in s["by_distance"] if b["min_geodesic"] == lo), None)
+            cell = "-" if row is None else f"{row['spl']:.2f} / {row['success']:.2f} ({row['episodes']})"
+            cells.append(f" {cell:>{width}}")
+        lines.append(f"{distance_bin_label(lo, hi):<12}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def plot_by_distance(summaries: dict[str, dict], path: str | Path) -> Path:
+    """DD-PPO Fig. 13: Success and SPL against geodesic start distance, one line per agent with its 95%
+    interval, bars at the bottom for the fraction of episodes in each bin. Written as a PNG."""
+    bins = _distance_bins(summaries)
+    x = np.arange(len(bins))
+    # matplotlib's Figure renders with Agg without pyplot: no GUI backend and no global state.
+    figure = Figure(figsize=(11, 4.2), layout="constrained")
+    for axes, metric, title in zip(
+        figure.subplots(1, 2), ("success", "spl"), ("Success", "SPL"), strict=True
+    ):
+        for name, summary in summaries.items():
+            rows = {b["min_geodesic"]: b for b in summary["by_distance"]}
+            mean = np.array([rows[lo][metric] if lo in rows else np.nan for lo, _ in bins])
+            ci = np.nan_to_num([rows[lo][f"{metric}_ci95"] if lo in rows else np.nan for lo, _ in bins])
+            axes.errorbar(x, mean, yerr=ci, marker="o", capsize=3, label=name)
+        counts = _bin_counts(next(iter(summaries.values())), bins)
+        bars = axes.bar(x, counts / max(counts.sum(), 1), width=0.6, color="0.8", zorder=0)
+        axes.bar_label(bars, labels=[f"n={c}" for c in counts], fontsize=7, color="0.35")
+        axes.set_xticks(x, [distance_bin_label(lo, hi) for lo, hi in bins])
+        axes.set_xlabel("geodesic distance from start to goal (m)")
+        axes.set_ylabel(f"{title} (bars: fraction of episodes)")
+        axes.set_ylim(0, 1.08)
+        axes.set_title(f"{title} vs. geodesic distance")
+        axes.grid(axis="y", alpha=0.3)
+    figure.legend(*figure.axes[0].get_legend_handles_labels(), loc="outside right upper", fontsize=8)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    return path
+
+
+def _bin_counts(summary: dict, bins: list[tuple[float, float]]) -> np.ndarray:
+    rows = {b["min_geodesic"]: b["episodes"] for b in summary["by_distance"]}
+    return np.array([rows.get(lo, 0) for lo, _ in bins])
+
+
+def episode_map(sim: BatchSim, result: EpisodeResult, cell_pixels: int = 8) -> np.ndarray:
+    """Top-down picture of an evaluated episode: map, trajectory and start, and for PointGoal the goal and
+    the shortest path to it (Flee and Explore have no goal)."""
+    table = sim.pool.episodes
+    assets = sim.pool.assets[int(table["slot"][result.episode_index])]
+    episode = sim.episodes[result.episode_index]
+    goal, path = None, None
+    if get_task(result.task).has_goal:
+        rows, cols = assets.nav.shape
+        field = sim.pool.fields[int(table["field"][result.episode_index]), :rows, :cols].cpu().numpy()
+        goal, path = episode.goal, shortest_path(assets.nav, field, episode.start)
+    return draw_topdown(
+        assets.scene,
+        assets.nav,
+        result.positions,
+        goal,
+        path,
+        result.headings,
+        cell_pixels=cell_pixels,
+        success_radius=sim.config.success_distance,
+    )
