@@ -219,17 +219,20 @@ ALGORITHMS = {"ppo": "DD-PPO", "dagger": "imitation of the shortest-path teacher
 
 
 def _stages(provenance: dict[str, Any]) -> str:
-    """The training recipe stage by stage, earliest first: an imitation run fine-tuned by DD-PPO (init_from)
-    reads "imitation ... for 5,000,000 frames (1.4 h), then DD-PPO for 1,000,000 frames (17 min)"."""
-    stages, record = [], provenance
+    """The training recipe stage by stage, earliest first: an imitation run fine-tuned by DD-PPO (in the same
+    run, or by another started from it with init_from) reads "imitation ... for 5,000,000 frames (1.4 h),
+    then DD-PPO for 1,000,000 frames (17 min)"."""
+    runs, record = [], provenance
     while record:
         algorithm = record.get("algorithm") or (record.get("train_config") or {}).get("algorithm", "ppo")
-        stages.append(
-            f"{ALGORITHMS.get(algorithm, algorithm)} for {record.get('frames') or 0:,} frames "
-            f"({_duration(record.get('wall_time_s') or 0)})"
-        )
+        runs.append(record.get("stages") or [{**record, "algorithm": algorithm}])
         record = record.get("initialised_from")
-    return ", then ".join(reversed(stages))
+    stages = [stage for run in reversed(runs) for stage in run]
+    return ", then ".join(
+        f"{ALGORITHMS.get(s['algorithm'], s['algorithm'])} for {s.get('frames') or 0:,} frames "
+        f"({_duration(s.get('wall_time_s') or 0)})"
+        for s in stages
+    )
 
 
 def _reproduce(provenance: dict[str, Any]) -> str:

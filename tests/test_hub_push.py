@@ -328,3 +328,9 @@ def test_card_states_the_recipe_stage_by_stage():
     assert _stages({"train_config": {"algorithm": "ppo"}, "frames": 10, "wall_time_s": 60.0}) == (
         "DD-PPO for 10 frames (1 min)"
     )
+    # Fine-tuned in the same run (finetune.frames): the run lists its stages.
+    one_run = {
+        "train_config": {"algorithm": "dagger"},
+        "stages": [imitation, {"algorithm": "ppo", "frames": 1_000_000, "wall_time_s": 1020.0}],
+    }
+    assert _stages(one_run) == _stages(provenance)

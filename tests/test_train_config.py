@@ -246,3 +246,29 @@ def scaled_lr(monkeypatch, config: TrainConfig, world_size: int) -> float:
 def test_bps_lr_scaling(monkeypatch, overrides, world_size, expected):
     config = load_config("pointnav-blind", ["policy.hidden_size=16", "torch_threads=1", *overrides])
     assert scaled_lr(monkeypatch, config, world_size) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        (["finetune.from_frames=4096"], "finetune.from_frames"),  # DD-PPO fine-tunes imitation only
+        (
+            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.num_steps=8"],
+            "finetune.ppo.num_steps",
+        ),
+        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lrr=1e-4"], "finetune.ppo.lrr"),
+        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lr=-1"], "finetune.ppo.lr"),
+    ],
+)
+def test_finetune_block_errors_name_the_key(overrides, field):
+    with pytest.raises(ConfigError) as error:
+        load_config("pointnav-blind", overrides)
+    assert error.value.field == field
+
+
+def test_finetune_block_changes_only_its_stage():
+    config = load_config(
+        "navzoo-pointnav-depth-il", ["finetune.from_frames=100000", "finetune.ppo.lr=2.5e-4"]
+    )
+    assert config.ppo.lr == 5e-4 and config.finetune.ppo_config(config.ppo).lr == 2.5e-4
+    assert config.finetune.ppo_config(config.ppo).num_steps == config.ppo.num_steps

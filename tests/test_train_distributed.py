@@ -363,6 +363,28 @@ def test_imitation_resume_equals_uninterrupted_run(tmp_path):
     _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
 
 
+def test_imitation_then_dd_ppo_in_one_run_resumes_across_the_switch(tmp_path):
+    """finetune.from_frames hands the run from imitation to DD-PPO (a fresh optimiser, the critic warming
+    up first); a stop after the switch resumes with PPO, exactly."""
+    extra = (
+        "algorithm=dagger",
+        f"imitation.oracle_decay_frames={2 * FRAMES_PER_UPDATE}",
+        f"finetune.from_frames={4 * FRAMES_PER_UPDATE}",
+        "finetune.ppo.critic_warmup_updates=1",
+        "finetune.ppo.lr=1e-3",
+    )
+    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=5, extra=extra)
+    rows, _ = _log(tmp_path / "one_go")
+    assert all("train/oracle_share" in r for r in rows[:4])
+    assert not any("train/oracle_share" in r for r in rows[4:])
+    assert all("loss/oracle_prob" in r for r in rows[:4]) and all("loss/clip_fraction" in r for r in rows[4:])
+    provenance = json.loads((tmp_path / "one_go" / "config.json").read_text())["provenance"]
+    assert [(s["algorithm"], s["frames"]) for s in provenance["stages"]] == [
+        ("dagger", 4 * FRAMES_PER_UPDATE),
+        ("ppo", 2 * FRAMES_PER_UPDATE),
+    ]
+
+
 @pytest.mark.slow
 def test_resume_equals_uninterrupted_run_two_workers(tmp_path):
     def launch(*args):

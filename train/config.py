@@ -139,6 +139,33 @@ class ImitationConfig:
 
 
 @dataclass(frozen=True)
+class FinetuneConfig:
+    """DD-PPO fine-tuning of an imitation run, in the same run (PIRLNav, Ramrakhya et al. 2023): from
+    `from_frames` frames on, up to total_frames, it trains by PPO instead of imitating, with the `ppo`
+    block changed by `ppo` (a fresh optimiser; set critic_warmup_updates / actor_warmup_updates there,
+    counted from the switch). 0: no fine-tuning."""
+
+    from_frames: int = 0
+    ppo: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_field_types(self, "finetune.")
+
+    def ppo_config(self, base: PPOConfig) -> PPOConfig:
+        """The `ppo` block of the fine-tuning stage; ConfigError for a key PPOConfig does not have or that
+        the rollout's size depends on."""
+        if "num_steps" in self.ppo:
+            raise ConfigError("finetune.ppo.num_steps", self.ppo["num_steps"], "unset: rollouts keep a size")
+        _check_keys("finetune.ppo", self.ppo, PPOConfig)
+        try:
+            config = dataclasses.replace(base, **self.ppo)
+            config.validate()
+        except ConfigError as err:
+            raise ConfigError(f"finetune.{err.field}", err.value, err.allowed) from None
+        return config
+
+
+@dataclass(frozen=True)
 class DistributedConfig:
     # Once at least sync_frac * workers have finished their rollouts the others stop early (never before a
     # quarter of the rollout). 1.0 turns preemption off; so does 0.6 with 2 workers (1.2 would have to be
@@ -170,6 +197,7 @@ class TrainConfig:
     algorithm: str = "ppo"
     ppo: PPOConfig = field(default_factory=PPOConfig)
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # DD-PPO after imitation, one run
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     total_frames: int = 10_000_000  # frames of experience summed over all workers
     seed: int = 0
@@ -195,6 +223,16 @@ class TrainConfig:
                 self.algorithm,
                 f"'ppo' on {self.sim.task}: the teacher dagger imitates walks to a goal, which it has not",
             )
+        if self.finetune.from_frames:
+            if self.algorithm != "dagger":
+                raise ConfigError(
+                    "finetune.from_frames", self.finetune.from_frames, "0 unless algorithm is dagger"
+                )
+            if self.finetune.from_frames < 0:
+                raise ConfigError(
+                    "finetune.from_frames", self.finetune.from_frames, "a number of frames >= 0"
+                )
+            self.finetune.ppo_config(self.ppo)
         if self.ppo.aux_tasks and self.algorithm != "ppo":
             raise ConfigError(
                 "ppo.aux_tasks", self.ppo.aux_tasks, "[] with algorithm dagger (they serve PPO)"
@@ -278,6 +316,7 @@ class TrainConfig:
         for name, kind in (
             ("ppo", PPOConfig),
             ("imitation", ImitationConfig),
+            ("finetune", FinetuneConfig),
             ("distributed", DistributedConfig),
         ):
             if name in data:

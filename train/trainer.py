@@ -34,7 +34,7 @@ from navzoo.models import VISUAL_FEATURES_KEY, ActorCritic, PointNavPolicy
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
-from navzoo.train.config import TrainConfig
+from navzoo.train.config import PPOConfig, TrainConfig
 from navzoo.train.distributed import (
     RolloutPreemption,
     Workers,
@@ -117,16 +117,17 @@ class Trainer:
         torch.manual_seed(config.seed * 1000 + workers.rank + 1)  # each worker's own action samples
         self.sim = BatchSim(config.sim_for_rank(workers.rank).replace(device=str(self.device)))
         self.frames_per_update = config.frames_per_update(workers.world_size)
-        lr = config.ppo.lr
-        if config.ppo.lr_scaling == "sqrt":
-            batch = self.frames_per_update / config.ppo.num_mini_batch
-            lr *= math.sqrt(batch / config.ppo.reference_batch)
         if config.algorithm == "dagger":
             self.teacher = OracleTeacher(self.sim, config.imitation)
+            lr = self._lr(config.ppo)
             self.ppo = DAgger(self.policy, config.ppo, config.imitation, lr, self.device, workers.distributed)
         else:
             self.teacher = None
-            self.ppo = PPO(self.policy, config.ppo, lr, self.device, workers.distributed)
+            self.ppo = PPO(self.policy, config.ppo, self._lr(config.ppo), self.device, workers.distributed)
+        # Where DD-PPO takes over from imitation in this run (FinetuneConfig), and the stages done so far.
+        self.finetune_from = config.finetune.from_frames or None
+        self.stages: list[dict[str, Any]] = []  # finished stages: algorithm, frames, wall time
+        self.stage_start = (0, 0, 0.0)  # (update, frames, elapsed_s) where the current stage began
         self.preemption = RolloutPreemption(
             workers.store, workers.world_size, config.distributed.sync_frac, config.ppo.num_steps
         )
@@ -136,6 +137,42 @@ class Trainer:
         self.window: deque[dict[str, float]] = deque(maxlen=STATS_WINDOW)
         self.stop_signal: int | None = None  # set by a signal handler on this worker
         self.stop_reason: str | None = None  # set on every worker at once, from the all-reduced flag
+
+    def _lr(self, ppo: PPOConfig) -> float:
+        """The learning rate of a `ppo` block, scaled by the batch size where it asks (BPS)."""
+        lr = ppo.lr
+        if ppo.lr_scaling == "sqrt":
+            batch = self.frames_per_update / ppo.num_mini_batch
+            lr *= math.sqrt(batch / ppo.reference_batch)
+        return lr
+
+    def _start_finetuning(self) -> None:
+        """Leave imitation for DD-PPO: no teacher from here on, and PPO with a fresh optimiser (PIRLNav)."""
+        cfg = self.config
+        self.stages.append(self._current_stage())
+        self.stage_start = (self.update, self.frames, self.elapsed_s)
+        self.teacher = None
+        ppo = cfg.finetune.ppo_config(cfg.ppo)
+        self.ppo = PPO(self.policy, ppo, self._lr(ppo), self.device, self.workers.distributed)
+
+    def _current_stage(self) -> dict[str, Any]:
+        """The stage running now, as far as it has come: its algorithm, frames and wall time."""
+        _, frames, elapsed = self.stage_start
+        algorithm = self.config.algorithm if self.teacher is not None or not self.stages else "ppo"
+        wall = self.elapsed_s - elapsed
+        return {"algorithm": algorithm, "frames": self.frames - frames, "wall_time_s": wall}
+
+    def _stage_progress(self) -> tuple[float, int]:
+        """How far the current stage has come: the share of its frames done, and its updates done."""
+        cfg = self.config
+        start_update, start_frames, _ = self.stage_start
+        end = (
+            cfg.total_frames
+            if self.teacher is None
+            else min(self.finetune_from or cfg.total_frames, cfg.total_frames)
+        )
+        done = (self.frames - start_frames) / max(1, end - start_frames)
+        return min(1.0, done), self.update - start_update
 
     # --- the loop ----------------------------------------------------------------------------------
     def run(self, resume: bool, overwrite: bool = False) -> TrainResult:
@@ -185,11 +222,16 @@ class Trainer:
         metrics: dict[str, float] = {}
         try:
             while self.frames < cfg.total_frames and self.stop_reason is None:
+                if (
+                    self.teacher is not None
+                    and self.finetune_from is not None
+                    and self.frames >= self.finetune_from
+                ):
+                    self._start_finetuning()
                 started = time.perf_counter()
                 hidden, rollout = self._collect(storage, hidden)
                 learn_start = time.perf_counter()
-                progress = min(1.0, self.frames / cfg.total_frames)
-                lr = self.ppo.set_progress(progress, self.update)
+                lr = self.ppo.set_progress(*self._stage_progress())
                 losses = self.ppo.update(storage)
                 storage.after_update(hidden)
                 learning_s = time.perf_counter() - learn_start
@@ -353,6 +395,8 @@ class Trainer:
                 },
                 "window": list(self.window),
                 "initialised_from": self.initialised_from,
+                "stages": self.stages,
+                "stage_start": list(self.stage_start),
                 "world_size": self.workers.world_size,
                 "workers": gathered,
             }
@@ -372,10 +416,14 @@ class Trainer:
             )
         self._check_architecture(state, path)
         self.policy.load_state_dict(state["model"])
-        self.ppo.load_state_dict(state["ppo"])
         counters = state["counters"]
         self.update, self.frames = counters["update"], counters["frames"]
         self.episodes, self.elapsed_s = counters["episodes"], counters["elapsed_s"]
+        if state.get("stages"):  # saved after imitation handed over to DD-PPO: continue with PPO
+            self._start_finetuning()
+            self.stages = state["stages"]
+            self.stage_start = tuple(state["stage_start"])
+        self.ppo.load_state_dict(state["ppo"])
         self.window = deque(state["window"], maxlen=STATS_WINDOW)
         self.initialised_from = state.get("initialised_from")
         mine = state["workers"][self.workers.rank]
@@ -442,6 +490,7 @@ class Trainer:
             "workers": self.workers.world_size,
             "machine": _machine(self.device),
             **({"initialised_from": self.initialised_from} if self.initialised_from else {}),
+            **({"stages": [*self.stages, self._current_stage()]} if self.stages else {}),
             "training_episodes": {
                 k.removeprefix("episode/"): v for k, v in metrics.items() if k.startswith("episode/")
             },
