@@ -1,150 +1,217 @@
-"""Simulator throughput: frames per second of BatchSim.step with random movement actions.
+"""Simulator throughput: frames per second of BatchSim.step with random movement actions, next to ViZDoom.
 
-Each configuration runs in its own process so that its peak memory is its own. Prints a table and writes
-JSON (default benchmarks/results/sim_throughput-<device>.json).
+    python benchmarks/sim_throughput.py              # CPU: numba and torch kernels, 1 and 2 threads
+    python benchmarks/sim_throughput.py --envs 256 1024 --threads 2 --renderer numba
+    python benchmarks/sim_throughput.py --device cuda --renderer torch --compile on
 
-    python benchmarks/sim_throughput.py                 # CPU, and CUDA too when a GPU is present
-    python benchmarks/sim_throughput.py --device cpu --envs 1 16 256
+Each configuration runs in its own process, so its peak memory and its thread count are its own. BatchSim
+steps all environments with random forward / left / right actions (no stop, so episodes run to their step
+limit); a reset is timed per environment. `first call s` is the time of the first render, which includes
+compiling the kernel where it is not cached yet (numba caches on disk; torch.compile does not across runs).
+
+ViZDoom (`pip install -e '.[bench]'` adds it) runs in the same session as the reference: one process, the
+my_way_home navigation map, 160x120 greyscale with its depth buffer, random actions. The last table gives
+navzoo's depth 64x64 rate at 256 environments against it. JSON goes to benchmarks/results/.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
-import platform
+import os
+import random
 import resource
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import torch
+from report import machine_info, markdown_table, write_json
 
 SENSOR_SETS = (("depth", 64), ("depth", 128), ("rgb", 64))
+VIZDOOM_SCENARIO = "my_way_home.cfg"
 
 
-def measure(device: str, num_envs: int, sensor: str, resolution: int, seconds: float, compile: bool) -> dict:
+def measure(spec: dict) -> dict:
+    """One configuration of BatchSim (runs in a child process)."""
+    import numba
+
     from navzoo.sim import BatchSim, SimConfig
 
+    threads, device, n = spec["threads"], spec["device"], spec["envs"]
+    torch.set_num_threads(threads)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     torch.set_grad_enabled(False)
     config = SimConfig(
-        num_envs=num_envs,
-        sensors=(sensor,),
-        resolution=(resolution, resolution),
+        num_envs=n,
+        sensors=(spec["sensor"],),
+        resolution=(spec["resolution"],) * 2,
         device=device,
-        compile=compile,
+        renderer=spec["renderer"],
+        compile=spec["compile"],
         seed=0,
     )
-    started = time.perf_counter()
     sim = BatchSim(config)
-    build = time.perf_counter() - started
-    sim.reset()  # with compile=True this first render also compiles (reported as compile_s)
-    compile_s = time.perf_counter() - started - build
+    started = time.perf_counter()
+    sim.reset()  # the first render: compiles (or loads from the cache) the kernel
+    first_call = time.perf_counter() - started
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     generator = torch.Generator(device=device).manual_seed(0)
 
     def random_moves():
-        return torch.randint(1, 4, (num_envs,), device=device, generator=generator)
+        return torch.randint(1, 4, (n,), device=device, generator=generator)
 
     for _ in range(3):
         sim.step(random_moves())
     sync()
     steps, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds or steps < 3:
+    while time.perf_counter() - started < spec["seconds"] or steps < 3:
         sim.step(random_moves())
         steps += 1
     sync()
     elapsed = time.perf_counter() - started
-    # time per reset: a whole batch reset (new episodes and first observations), divided by the batch size
     resets, started = 0, time.perf_counter()
-    while time.perf_counter() - started < seconds / 4 or resets < 2:
+    while time.perf_counter() - started < spec["seconds"] / 4 or resets < 2:
         sim.reset()
         resets += 1
     sync()
-    reset_ms = (time.perf_counter() - started) / resets / num_envs * 1e3
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    gpu_mb = torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None
+    reset_ms = (time.perf_counter() - started) / resets / n * 1e3
     sim.close()
     return {
-        "device": device,
-        "num_envs": num_envs,
-        "sensor": sensor,
-        "resolution": resolution,
-        "fps": num_envs * steps / elapsed,
+        **spec,
+        "fps": n * steps / elapsed,
         "step_ms": elapsed / steps * 1e3,
         "reset_ms_per_env": reset_ms,
-        "build_s": build,
-        "compile": compile,
-        "compile_s": compile_s if compile else None,
-        "peak_rss_mb": peak_mb,
-        "gpu_peak_mb": gpu_mb,
+        "first_call_s": first_call,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "gpu_peak_mb": torch.cuda.max_memory_allocated() / 2**20 if device.startswith("cuda") else None,
     }
+
+
+def measure_vizdoom(seconds: float) -> dict:
+    """ViZDoom's frames/s in one process (runs in a child process)."""
+    import vizdoom
+
+    game = vizdoom.DoomGame()
+    game.load_config(os.path.join(vizdoom.scenarios_path, VIZDOOM_SCENARIO))
+    game.set_window_visible(False)
+    game.set_screen_resolution(vizdoom.ScreenResolution.RES_160X120)
+    game.set_screen_format(vizdoom.ScreenFormat.GRAY8)
+    game.set_depth_buffer_enabled(True)
+    game.set_mode(vizdoom.Mode.PLAYER)
+    game.init()
+    buttons = len(game.get_available_buttons())
+    rng = random.Random(0)
+    actions = [[rng.random() < 0.5 for _ in range(buttons)] for _ in range(32)]
+    frames, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        if game.is_episode_finished():
+            game.new_episode()
+        game.make_action(rng.choice(actions))
+        game.get_state()  # the frame and its depth buffer, as an agent would read them
+        frames += 1
+    elapsed = time.perf_counter() - started
+    game.close()
+    return {"scenario": VIZDOOM_SCENARIO, "resolution": "160x120", "fps": frames / elapsed}
+
+
+def _child(spec: dict) -> dict | None:
+    command = [sys.executable, __file__, "--one", json.dumps(spec)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"  failed: {spec}: {done.stderr.strip().splitlines()[-1:]}", flush=True)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--device", nargs="*", default=None, help="devices (default: cpu, plus cuda if present)"
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (default cpu)")
     parser.add_argument("--envs", type=int, nargs="*", default=[1, 16, 256, 1024])
+    parser.add_argument("--threads", type=int, nargs="*", default=[1, 2], help="torch and numba threads")
+    parser.add_argument(
+        "--renderer", nargs="*", default=None, help="numba and/or torch (default: both on CPU)"
+    )
+    parser.add_argument(
+        "--compile", choices=("off", "on"), default="off", help="torch.compile the torch kernels"
+    )
     parser.add_argument("--seconds", type=float, default=4.0, help="stepping time per configuration")
-    parser.add_argument(
-        "--compile",
-        choices=("off", "on", "both"),
-        default="both",
-        help="torch.compile the renderer (default: measure both)",
-    )
+    parser.add_argument("--no-vizdoom", action="store_true", help="skip the ViZDoom reference")
     parser.add_argument("--out", default=None, help="JSON output path")
-    parser.add_argument(
-        "--one", nargs=5, metavar=("DEVICE", "N", "SENSOR", "RES", "COMPILE"), help=argparse.SUPPRESS
-    )
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.one:  # child process: measure one configuration and print it as JSON
-        device, n, sensor, res, compiled = args.one
-        print(json.dumps(measure(device, int(n), sensor, int(res), args.seconds, compiled == "on")))
+    if args.one:  # child process: one measurement, printed as JSON
+        spec = json.loads(args.one)
+        print(json.dumps(measure_vizdoom(spec["seconds"]) if spec.get("vizdoom") else measure(spec)))
         return
-    devices = args.device or (["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"])
-    modes = ("off", "on") if args.compile == "both" else (args.compile,)
+    renderers = args.renderer or (["numba", "torch"] if args.device == "cpu" else ["torch"])
     rows = []
-    header = (
-        f"{'device':<6} {'compile':<7} {'envs':>5} {'sensor':<12} {'frames/s':>10} {'step ms':>9}"
-        f" {'reset ms/env':>12} {'peak RSS MB':>11} {'GPU MB':>8}"
-    )
-    print(header)
-    print("-" * len(header))
-    for device in devices:
-        for mode in modes:
-            for sensor, res in SENSOR_SETS:
-                for n in args.envs:
-                    cmd = [
-                        sys.executable,
-                        __file__,
-                        "--one",
-                        device,
-                        str(n),
-                        sensor,
-                        str(res),
-                        mode,
-                        "--seconds",
-                        str(args.seconds),
-                    ]
-                    row = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-                    rows.append(row)
-                    gpu = f"{row['gpu_peak_mb']:.0f}" if row["gpu_peak_mb"] is not None else "-"
-                    print(
-                        f"{device:<6} {mode:<7} {n:>5} {sensor + f' {res}x{res}':<12} {row['fps']:>10.0f}"
-                        f" {row['step_ms']:>9.2f} {row['reset_ms_per_env']:>12.3f}"
-                        f" {row['peak_rss_mb']:>11.0f} {gpu:>8}",
-                        flush=True,
-                    )
-    machine = {
-        "cpu": platform.processor() or platform.machine(),
-        "threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-    }
-    out = Path(args.out or Path(__file__).parent / "results" / f"sim_throughput-{'-'.join(devices)}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": machine, "results": rows}, indent=2))
-    print(f"\nwrote {out}")
+    for renderer in renderers:
+        for threads in args.threads:
+            for sensor, resolution in SENSOR_SETS:
+                for envs in args.envs:
+                    spec = {
+                        "device": args.device,
+                        "renderer": renderer,
+                        "compile": args.compile == "on",
+                        "threads": threads,
+                        "envs": envs,
+                        "sensor": sensor,
+                        "resolution": resolution,
+                        "seconds": args.seconds,
+                    }
+                    row = _child(spec)
+                    if row is not None:
+                        rows.append(row)
+                        print(
+                            f"  {renderer} {threads}t {envs:>5} {sensor} {resolution}: {row['fps']:,.0f} fps",
+                            flush=True,
+                        )
+    vizdoom = None if args.no_vizdoom else _child({"vizdoom": True, "seconds": args.seconds})
+    machine = machine_info(args.device)
+    columns = [
+        ("renderer", lambda r: r["renderer"] + (" + compile" if r["compile"] else "")),
+        ("threads", "threads"),
+        ("envs", "envs"),
+        ("camera", lambda r: f"{r['sensor']} {r['resolution']}x{r['resolution']}"),
+        ("frames/s", "fps"),
+        ("reset ms/env", "reset_ms_per_env"),
+        ("first call s", "first_call_s"),
+        ("peak RSS MB", "peak_rss_mb"),
+    ]
+    print(f"\nBatchSim.step on {machine['cpu']} ({machine['cores']} cores), torch {machine['torch']}\n")
+    print(markdown_table(columns, rows))
+    comparison = _against_vizdoom(rows, vizdoom)
+    if comparison:
+        print("\nAgainst ViZDoom, measured in the same run:\n")
+        print(
+            markdown_table(
+                [("simulator", "name"), ("frames/s", "fps"), ("ratio to ViZDoom", "ratio")], comparison
+            )
+        )
+    path = write_json(f"sim_throughput-{args.device}", machine, {"rows": rows, "vizdoom": vizdoom}, args.out)
+    print(f"\nwrote {path}")
+
+
+def _against_vizdoom(rows: list[dict], vizdoom: dict | None) -> list[dict]:
+    """navzoo's depth 64x64 at 256 environments (each renderer and thread count) next to ViZDoom."""
+    if vizdoom is None:
+        return []
+    chosen = [r for r in rows if r["envs"] == 256 and r["sensor"] == "depth" and r["resolution"] == 64]
+    table = [
+        {
+            "name": f"navzoo, {r['renderer']}, {r['threads']} thread(s), 256 envs, depth 64x64",
+            "fps": r["fps"],
+            "ratio": r["fps"] / vizdoom["fps"],
+        }
+        for r in chosen
+    ]
+    return [
+        *table,
+        {"name": "ViZDoom, one process, 160x120 grey + depth", "fps": vizdoom["fps"], "ratio": 1.0},
+    ]
 
 
 if __name__ == "__main__":

@@ -160,6 +160,7 @@ class BatchSim:
                 (cfg.min_depth, cfg.max_depth),
                 cfg.sensors,
                 compiled=cfg.compile,
+                tensor_kernels=cfg.renderer == "torch",
             )
         obs.update(self.task.observations(self, idx))
         return obs

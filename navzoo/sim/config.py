@@ -11,6 +11,7 @@ from navzoo.typed_config import check_field_types
 TASKS = tuple(_TASK_OBJECTS)  # navzoo.tasks defines them
 SPLITS = ("train", "val", "test")
 SENSORS = ("depth", "rgb")
+RENDERERS = ("auto", "numba", "torch")
 SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")
 # Upper bounds that catch a typo before it allocates: 4096 px is past any camera navzoo trains with, and
 # a million environments is far past what one machine steps.
@@ -52,8 +53,10 @@ class SimConfig:
     explore_cell_size: float = 1.0
     episodes_file: str | None = None
     device: str = "cpu"
-    # torch.compile the renderer's tensor kernels (CUDA): faster steps after a one-off compile. On the CPU a
-    # numba kernel renders (navzoo.sim.raycast_cpu) and this has no effect.
+    # Which kernels render: "numba" (navzoo.sim.raycast_cpu, CPU only), "torch" (tensor kernels, any device)
+    # or "auto": numba on the CPU, torch elsewhere. Both give the same images.
+    renderer: str = "auto"
+    # torch.compile the torch kernels (CUDA): faster steps after a one-off compile.
     compile: bool = False
     seed: int = 0
 
@@ -103,6 +106,9 @@ class SimConfig:
                 "min_geodesic", self.min_geodesic, f"metres in (0, max_geodesic={self.max_geodesic})"
             )
         _check_device(self.device)
+        _one_of("renderer", self.renderer, RENDERERS)
+        if self.renderer == "numba" and torch.device(self.device).type != "cpu":
+            raise ConfigError("renderer", self.renderer, "'auto' or 'torch' on CUDA (numba is CPU-only)")
 
     def replace(self, **changes) -> "SimConfig":
         return replace(self, **changes)
