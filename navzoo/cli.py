@@ -24,7 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    # argparse stops filling positionals at the first option: `train PRESET --run-dir R KEY=VALUE` leaves
+    # the overrides after --run-dir unparsed, so commands that take KEY=VALUE overrides collect them here.
+    if extras and hasattr(args, "overrides") and all("=" in e and not e.startswith("-") for e in extras):
+        args.overrides = [*args.overrides, *extras]
+    elif extras:
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
     try:
         return args.run(args) or 0
     except NavzooError as exc:

@@ -1,13 +1,15 @@
-"""Top-down maps and the `navzoo eval` command (run as a real subprocess)."""
+"""Top-down maps, the `navzoo eval` command (run as a real subprocess) and the command line's parsing."""
 
 import json
 import subprocess
 import sys
 
 import numpy as np
+import pytest
 from PIL import Image
 
 from navzoo.baselines import make_baseline
+from navzoo.cli import main
 from navzoo.evaluation import episode_map, evaluate
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.topdown import GOAL, SHORTEST_PATH, START
@@ -73,3 +75,13 @@ def test_episodes_command_writes_habitat_dataset(tmp_path):
     from navzoo.sim import load_episodes
 
     assert len(load_episodes(out)) == 6 * 25
+
+
+def test_train_overrides_may_follow_options(tmp_path, capsys):
+    # The override after --run-dir reaches the config: its bad value is reported before any training.
+    argv = ["train", "navzoo-pointnav-depth-il", "--run-dir", str(tmp_path / "run"), "total_frames=many"]
+    assert main(argv) == 2
+    assert "total_frames='many'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["train", "navzoo-pointnav-depth-il", "--run-dir", str(tmp_path / "run"), "stray"])
+    assert "unrecognized arguments: stray" in capsys.readouterr().err
