@@ -13,12 +13,12 @@ and writes the rows as JSON.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from pathlib import Path
 
 import torch
+from report import machine_info, markdown_table, write_json
 from torch import nn
 
 import navzoo
@@ -171,31 +171,23 @@ def benchmark(name: str, device: str, args) -> dict:
     return row
 
 
-def print_table(rows: list[dict], args) -> None:
-    columns = ["model", "device", "backbone", "sensors", "resolution", "params_m", "gmacs"]
-    columns += [f"infer_fps_b{b}" for b in args.batch_sizes] + ["train_fps"]
+def table(rows: list[dict], args) -> str:
+    def number(key: str, fmt: str):
+        return key, lambda row: format(row[key], fmt)
+
+    def speed(key: str):
+        return key, lambda row: f"{row[key]:.1f}" if row[key] < 10 else f"{row[key]:,.0f}"
+
+    columns = [(key, key) for key in ("model", "device", "backbone", "sensors", "resolution")]
+    columns += [number("params_m", ".1f"), number("gmacs", ".3f")]
+    columns += [speed(f"infer_fps_b{b}") for b in args.batch_sizes] + [speed("train_fps")]
     headers = {
         "params_m": "params (M)",
         "gmacs": "GMACs/frame",
         "train_fps": f"train fps ({args.rollout[0]}x{args.rollout[1]})",
     }
     headers |= {f"infer_fps_b{b}": f"infer fps b{b}" for b in args.batch_sizes}
-
-    def cell(column: str, value) -> str:
-        if column == "params_m":
-            return f"{value:.1f}"
-        if column == "gmacs":
-            return f"{value:.3f}"
-        if isinstance(value, float):
-            return f"{value:.1f}" if value < 10 else f"{value:,.0f}"
-        return str(value)
-
-    table = [[headers.get(c, c) for c in columns]] + [[cell(c, r[c]) for c in columns] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
-    for i, line in enumerate(table):
-        print("| " + " | ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)) + " |")
-        if i == 0:
-            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return markdown_table([(headers.get(key, key), get) for key, get in columns], rows)
 
 
 def main() -> None:
@@ -224,13 +216,9 @@ def main() -> None:
             start = time.perf_counter()
             rows.append(benchmark(name, device, args))
             print(f"[{device}] {name}: {time.perf_counter() - start:.0f} s", flush=True)
-    print_table(rows, args)
-    meta = {"torch": torch.__version__, "threads": torch.get_num_threads()}
-    if torch.cuda.is_available():
-        meta["gpu"] = torch.cuda.get_device_name()
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=2) + "\n")
-    print(f"wrote {args.json}")
+    print(table(rows, args))
+    machine = machine_info("cuda" if "cuda" in devices else "cpu")
+    print(f"wrote {write_json('models', machine, rows, args.json)}")
 
 
 if __name__ == "__main__":

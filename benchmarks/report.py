@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
+import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 
-RESULTS = Path(__file__).parent / "results"
+BENCHMARKS = Path(__file__).parent
+RESULTS = BENCHMARKS / "results"
+MISSING = "-"  # a cell without a value
 
 
 def machine_info(device: str = "cpu") -> dict[str, Any]:
-    """CPU model and cores (and the GPU on CUDA), with the library versions that decide the speed."""
+    """CPU model and cores (and the GPUs on CUDA), the library versions that decide the speed and the
+    navzoo commit measured."""
     info: dict[str, Any] = {
         "cpu": _cpu_name(),
         "cores": os.cpu_count(),
@@ -32,6 +37,15 @@ def machine_info(device: str = "cpu") -> dict[str, Any]:
         pass
     if device.startswith("cuda") and torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+        info["gpu_count"] = torch.cuda.device_count()
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        info["navzoo_commit"] = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=BENCHMARKS,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     return info
 
 
@@ -49,17 +63,22 @@ Column = tuple[str, str | Callable[[dict], Any]]  # (header, row key or function
 
 
 def markdown_table(columns: Sequence[Column], rows: Sequence[dict]) -> str:
-    """A Markdown table; numbers get thousands separators, floats below 100 two decimals."""
-    lines = ["| " + " | ".join(header for header, _ in columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        cells = [_format(get(row) if callable(get) else row.get(get)) for _, get in columns]
-        lines.append("| " + " | ".join(cells) + " |")
+    """A Markdown table, its columns padded to line up in a terminal. Numbers get thousands separators,
+    floats below 100 two decimals, None is MISSING; a function may return the cell's text instead."""
+    table = [[header for header, _ in columns]]
+    table += [[_format(get(row) if callable(get) else row.get(get)) for _, get in columns] for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
+    lines = [
+        "| " + " | ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) + " |"
+        for line in table
+    ]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 
 
 def _format(value: Any) -> str:
     if value is None:
-        return "–"
+        return MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):

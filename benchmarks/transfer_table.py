@@ -12,6 +12,10 @@ import argparse
 import json
 from pathlib import Path
 
+from report import markdown_table
+
+TASKS = ("flee", "explore")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(
@@ -22,28 +26,22 @@ def main() -> None:
     )
     args = parser.parse_args()
     sweeps = [json.loads(path.read_text()) for path in args.results]
-    tasks = ("flee", "explore")
     header = ["base model", "setting", "trainable params"]
-    for task in tasks:
-        header += [
-            f"{task.capitalize()} start",
-            f"{task.capitalize()} end",
-            f"{task.capitalize()} train time",
-        ]
-    print("| " + " | ".join(header) + " |")
-    print("|" + "---|" * len(header))
+    header += [f"{task.capitalize()} {cell}" for task in TASKS for cell in ("start", "end", "train time")]
+    rows = []
     bases = list(dict.fromkeys(s["base_model"] for s in sweeps))
     for base in bases:
         by_task = {s["task"]: s for s in sweeps if s["base_model"] == base}
         settings = list(dict.fromkeys(k for s in by_task.values() for k in s["settings"]))
         for setting in settings:
-            entries = [by_task[t]["settings"].get(setting) if t in by_task else None for t in tasks]
+            entries = [by_task[t]["settings"].get(setting) if t in by_task else None for t in TASKS]
             first = next(e for e in entries if e is not None)
             params = first.get("trainable_parameters")
-            row = [base, first["label"], f"{params:,}" if params else "–"]
+            cells = [base, first["label"], f"{params:,}" if params else "–"]
             for entry in entries:
-                row += _cells(entry)
-            print("| " + " | ".join(row) + " |")
+                cells += _cells(entry)
+            rows.append(dict(zip(header, cells, strict=True)))
+    print(markdown_table([(name, name) for name in header], rows))
 
 
 def _cells(entry: dict | None) -> list[str]:

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from matplotlib.figure import Figure
+from report import markdown_table
 
 import navzoo
 from navzoo.baselines import BASELINES, make_baseline
@@ -86,25 +87,17 @@ def _sensors(name: str, policy) -> str:
 
 def table2(results: dict[str, dict[str, dict]], sensors: dict[str, str]) -> str:
     """Markdown in DD-PPO Table 2's layout: one row per agent, val and test SPL and Success with 95% CIs."""
-    episodes = {split: next(iter(rows.values()))["episodes"] for split, rows in results.items()}
-    lines = [
-        "| Agent | Sensors | Val SPL | Val Success | Test SPL | Test Success |",
-        "|---|---|---|---|---|---|",
-    ]
+    rows = []
     for name in results["val"]:
-        cells = []
+        row = {"Agent": name, "Sensors": sensors[name]}
         for split in SPLITS:
             s = results[split][name]
-            cells += [
-                f"{s['spl']:.3f} ± {s['spl_ci95']:.3f}",
-                f"{s['success']:.3f} ± {s['success_ci95']:.3f}",
-            ]
-        lines.append(f"| {name} | {sensors[name]} | " + " | ".join(cells) + " |")
-    lines.append("")
-    lines.append(
-        f"{episodes['val']} val and {episodes['test']} test episodes; ± is a 95% confidence interval."
-    )
-    return "\n".join(lines)
+            row[f"{split.capitalize()} SPL"] = f"{s['spl']:.3f} ± {s['spl_ci95']:.3f}"
+            row[f"{split.capitalize()} Success"] = f"{s['success']:.3f} ± {s['success_ci95']:.3f}"
+        rows.append(row)
+    episodes = {split: next(iter(by_agent.values()))["episodes"] for split, by_agent in results.items()}
+    note = f"{episodes['val']} val and {episodes['test']} test episodes; ± is a 95% confidence interval."
+    return markdown_table([(header, header) for header in rows[0]], rows) + "\n\n" + note
 
 
 def plot_learning_curves(runs: list[Path], path: Path) -> Path:

@@ -18,7 +18,7 @@ from navzoo.sim.episodes import Episode, generate_episodes, scene_assets
 from navzoo.sim.scenes import SCENES_PER_SPLIT, scene_id, stable_seed
 from navzoo.tasks import TASKS as TASK_OBJECTS
 from navzoo.tasks import get_task
-from navzoo.zoo import load, load_entry
+from navzoo.zoo import load
 
 # The tasks as the page shows them: "PointGoal" -> "pointnav".
 TASKS = {task.label: name for name, task in TASK_OBJECTS.items()}
@@ -67,10 +67,9 @@ def load_agent(sources: Sources, choice: str, device: str = "cpu") -> Agent:
     if choice in BASELINES:
         return Agent(choice, choice)
     if choice in sources.zoo_models():
-        # load_entry, not load: a folder named like the entry in the working directory must not win
         # A cached model loads with no request at all; the others are fetched now.
         local = choice in sources.local_zoo_models()
-        return Agent(choice, choice, load_entry(choice, local_files_only=local, device=device))
+        return Agent(choice, choice, load(choice, local_files_only=local, device=device))
     if not sources.models or not sources.names_a_folder(choice):
         raise UnknownModelError(
             f"unknown model {choice!r}: not a baseline ({', '.join(BASELINES)}), a zoo model with weights "

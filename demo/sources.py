@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
-from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME
 from navzoo.replay import SUFFIX, Replay, load_replay
 from navzoo.sim.config import SimConfig
 from navzoo.zoo import list_models

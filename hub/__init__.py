@@ -1,1 +1,3 @@
-"""Weight files, model cards, Hugging Face Hub publishing and conversion of habitat-baselines checkpoints."""
+"""Hugging Face Hub publishing (`navzoo push`, model cards) and the `navzoo pull` and `navzoo convert` command
+lines. Fetching weights and converting habitat checkpoints are the core's: navzoo.weight_sources and
+navzoo.habitat_checkpoint."""

@@ -1,16 +1,17 @@
 """`navzoo pull`: fetch a model ahead of time into the cache `navzoo.load` reads, and print its folder.
 
-Hub repositories go through `navzoo.hub.resolve.hub_folder` into the Hugging Face cache (HF_HOME /
-HF_HUB_CACHE, or --cache-dir); habitat's released DD-PPO checkpoints through `navzoo.hub.release` into
-navzoo's cache beside it. Either way a pulled model then loads offline (HF_HUB_OFFLINE=1).
+Names are read as `navzoo.load` reads them (navzoo.zoo.locate), and "org/name" as a Hub repository too.
+Hub repositories go through `navzoo.weight_sources.hf_hub` into the Hugging Face cache (HF_HOME /
+HF_HUB_CACHE, or --cache-dir); habitat's released DD-PPO checkpoints through
+`navzoo.weight_sources.habitat_release` into navzoo's cache beside it. Either way a pulled model then loads
+offline (HF_HUB_OFFLINE=1).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from navzoo.hub.resolve import hub_folder
-from navzoo.zoo import HF_HUB_PREFIX, entry_folder
+from navzoo.zoo import HF_HUB_PREFIX, locate
 
 
 def register(subparsers) -> None:
@@ -38,10 +39,9 @@ def _run(args) -> None:
 
 
 def pull(model: str, *, revision: str | None = None, cache_dir: str | Path | None = None) -> Path:
-    """The local folder of `model` (a zoo name, org/name or hf-hub:org/name[@revision]), fetched if it is
-    not cached yet; for a model shipped inside navzoo, its folder in the package."""
-    name = model.removeprefix(HF_HUB_PREFIX)
-    if "/" in name:
-        repo_id, _, at_revision = name.partition("@")
-        return hub_folder(repo_id, revision=revision or at_revision or None, cache_dir=cache_dir)
-    return entry_folder(name, revision=revision, cache_dir=cache_dir)
+    """The local folder of `model` (a zoo name, a model folder, hf-hub:org/name[@revision], or org/name
+    where no such folder exists), fetched if it is not cached yet; for a model shipped inside navzoo, its
+    folder in the package."""
+    if "/" in model and not model.startswith(HF_HUB_PREFIX) and not Path(model).is_dir():
+        model = HF_HUB_PREFIX + model
+    return locate(model, revision=revision, cache_dir=cache_dir)[0]

@@ -25,7 +25,7 @@ from navzoo.errors import NavzooError
 from navzoo.evaluation import run
 from navzoo.hub.card import TRAINED_BY, model_card
 from navzoo.hub.pull import pull
-from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
 from navzoo.replay import load_replay
 from navzoo.replay_view import ReplayView
 from navzoo.tasks import get_task
@@ -91,7 +91,7 @@ def _run(args) -> None:
     staging = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="navzoo-push-"))
     try:
         write_repo_folder(
-            args.folder if Path(args.folder).is_dir() else pull(args.folder),
+            pull(args.folder),
             staging,
             args.repo_id,
             split=args.split,
@@ -136,8 +136,8 @@ def write_repo_folder(
     """Write everything `push` uploads into `out` and return it."""
     folder, out = Path(folder), Path(out)
     load_pretrained(folder)  # refuses a broken folder before anything is evaluated or written
-    _, config = read_config(folder)
-    task = config.get("task", "pointnav")  # config.json written before Flee and Explore: PointGoal
+    model_config, config = read_config(folder)
+    task = model_config.metadata.task
     out.mkdir(parents=True, exist_ok=True)
     for name in (CONFIG_NAME, WEIGHTS_NAME):
         shutil.copyfile(folder / name, out / name)

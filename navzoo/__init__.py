@@ -2,9 +2,8 @@
 
 from navzoo.errors import ConfigError, EpisodeError, NavzooError
 from navzoo.sim import BatchSim, SimConfig
+from navzoo.version import __version__
 from navzoo.zoo import create_model, list_models, load
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BatchSim",

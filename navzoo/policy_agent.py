@@ -14,7 +14,7 @@ import torch
 
 from navzoo.draws import keyed_uniform
 from navzoo.errors import ConfigError
-from navzoo.models import ActorCritic, ModelConfig
+from navzoo.models import NavigationPolicy, PolicyArchitecture
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
 
@@ -29,7 +29,7 @@ class PolicyAgent:
     for the observations just acted on.
     """
 
-    def __init__(self, policy: ActorCritic, num_envs: int, deterministic: bool = False, seed: int = 0):
+    def __init__(self, policy: NavigationPolicy, num_envs: int, deterministic: bool = False, seed: int = 0):
         self.policy = policy
         self.name = policy.name or "policy"
         self.deterministic = deterministic
@@ -101,7 +101,7 @@ def _eval_mode(module: torch.nn.Module):
             module.train()
 
 
-def sim_settings(config: ModelConfig) -> dict:
+def sim_settings(config: PolicyArchitecture) -> dict:
     """The SimConfig fields a policy fixes: the cameras it reads and, unless it is blind, their size."""
     if config.is_blind:
         return {"sensors": ()}
@@ -109,7 +109,7 @@ def sim_settings(config: ModelConfig) -> dict:
 
 
 def check_sim_config(
-    config: ModelConfig, sim_config: SimConfig, label: str = "the model", task: str = "pointnav"
+    config: PolicyArchitecture, sim_config: SimConfig, label: str = "the model", task: str = "pointnav"
 ) -> None:
     """Raise ConfigError, saying how to fix it, unless the simulator runs the policy's `task` and renders
     what the policy reads."""

@@ -32,7 +32,7 @@ from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode
 
 if TYPE_CHECKING:
-    from navzoo.evaluation import EpisodeResult
+    from navzoo.evaluation.episodes import EpisodeResult
 
 FORMAT = "navzoo-replay"
 FORMAT_VERSION = 1

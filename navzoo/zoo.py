@@ -1,307 +1,46 @@
-"""The model zoo: named entries, `list_models`, `create_model` and `load`.
+"""The model zoo's loader: `list_models`, `create_model` and `load`.
 
-An entry pairs an architecture (PolicyConfig) with where its weights live and where they came from
-(`ModelEntry.weights_source`):
-- "package": navzoo's own agents, shipped inside the package;
-- "habitat-release": the DD-PPO checkpoints released with habitat-baselines, registered under readable
-  names and their habitat file names. On first use the file is downloaded from habitat's release folder
-  (or the mirror NAVZOO_DDPPO_BASE_URL names), converted and cached (navzoo.hub.release);
-- "hub": a navzoo model repository on the Hugging Face Hub, read through huggingface_hub's cache.
-Entries without weights are architectures to train from scratch or with timm's ImageNet encoders.
+The entries themselves are navzoo.model_registry's; where an entry's weights come from is
+`ModelEntry.weights_source`, and each source is fetched by its module in navzoo.weight_sources:
+- "package": navzoo's own agents, shipped inside the package, read where they are;
+- "habitat-release": habitat-baselines' released DD-PPO checkpoints. On first use the file is downloaded
+  from habitat's release folder (or the mirror NAVZOO_DDPPO_BASE_URL names), converted and cached
+  (navzoo.weight_sources.habitat_release);
+- "hub": a navzoo model repository on the Hugging Face Hub, read through huggingface_hub's cache
+  (navzoo.weight_sources.hf_hub).
+
+`locate` is the one rule that turns a name into a model folder: `load`, `create_model(pretrained=True)` and
+`navzoo pull` all go through it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import fnmatch
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from huggingface_hub import try_to_load_from_cache
 
 from navzoo.errors import ConfigError, UnknownModelError
-from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
-from navzoo.models import GOAL_SENSOR, ActorCritic, PointNavPolicy, PolicyConfig
+from navzoo.model_registry import (
+    HABITAT_RELEASE,
+    HUB,
+    PACKAGE,
+    ModelEntry,
+    entries,
+    find_entry,
+    model_entry,
+    unknown_model_message,
+)
+from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained
+from navzoo.weight_sources.habitat_release import cached_release, release_folder
+from navzoo.weight_sources.hf_hub import hub_folder
 
 HF_HUB_PREFIX = "hf-hub:"
-DDPPO_PAPER = (
-    "Wijmans et al., DD-PPO: Learning Near-Perfect PointGoal Navigators from 2.5 Billion Frames, ICLR 2020"
-)
-DDPPO_URL = "https://arxiv.org/abs/1911.00357"
-# habitat's release folder: one .pth per model, under the file names habitat-lab's DD-PPO README links.
-DDPPO_RELEASE_URL = "https://dl.fbaipublicfiles.com/habitat/data/baselines/v1/ddppo/ddppo-models/"
-BPS_PAPER = "Shacklett et al., Large Batch Simulation for Deep Reinforcement Learning, ICLR 2021"
-BPS_URL = "https://arxiv.org/abs/2103.07013"
-HABITAT_PAPER = "Savva et al., Habitat: A Platform for Embodied AI Research, ICCV 2019"
-HABITAT_URL = "https://arxiv.org/abs/1904.01201"
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Where a model comes from and what its authors reported (None where nothing was reported).
-
-    SPL and success are on the Habitat Challenge 2019 PointGoal val and test-std splits.
-    """
-
-    paper: str
-    paper_url: str
-    original_file: str | None = None
-    original_url: str | None = None
-    training_data: str | None = None
-    val_spl: float | None = None
-    val_success: float | None = None
-    test_spl: float | None = None
-    test_success: float | None = None
-    results_source: str | None = None
-    notes: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-PACKAGE, HABITAT_RELEASE, HUB = "package", "habitat-release", "hub"  # where an entry's weights come from
-
-
-@dataclass(frozen=True)
-class ModelEntry:
-    name: str
-    config: PolicyConfig
-    description: str
-    provenance: Provenance
-    tags: tuple[str, ...] = field(default=())
-    packaged: Path | None = None  # weights shipped inside the navzoo package: no download
-    release_file: str | None = None  # file name in habitat's DD-PPO release folder
-    hub_repo: str | None = None  # Hugging Face repository holding config.json + model.safetensors
-
-    @property
-    def weights_source(self) -> str | None:
-        """PACKAGE, HABITAT_RELEASE or HUB; None for an architecture without weights of its own."""
-        if self.packaged is not None:
-            return PACKAGE
-        if self.release_file is not None:
-            return HABITAT_RELEASE
-        return HUB if self.hub_repo is not None else None
-
-
-_REGISTRY: dict[str, ModelEntry] = {}
-
-
-def register_model(entry: ModelEntry) -> ModelEntry:
-    if entry.name in _REGISTRY:
-        raise ValueError(f"model {entry.name!r} is registered twice")
-    _REGISTRY[entry.name] = entry
-    return entry
-
-
-def _depth(backbone: str | None, **kw: Any) -> PolicyConfig:
-    return PolicyConfig(backbone=backbone, sensors=("depth", GOAL_SENSOR), **kw)
-
-
-def _rgb(backbone: str | None, **kw: Any) -> PolicyConfig:
-    return PolicyConfig(backbone=backbone, sensors=("rgb", GOAL_SENSOR), **kw)
-
-
-def _released(
-    name: str,
-    config: PolicyConfig,
-    description: str,
-    original_file: str,
-    training_data: str,
-    results: tuple[float | None, float | None, float | None, float | None],
-    results_source: str | None,
-    notes: str | None = None,
-) -> None:
-    val_spl, val_success, test_spl, test_success = results
-    provenance = Provenance(
-        paper=DDPPO_PAPER,
-        paper_url=DDPPO_URL,
-        original_file=original_file,
-        original_url=DDPPO_RELEASE_URL + original_file,
-        training_data=training_data,
-        val_spl=val_spl,
-        val_success=val_success,
-        test_spl=test_spl,
-        test_success=test_success,
-        results_source=results_source,
-        notes=notes,
-    )
-    register_model(
-        ModelEntry(name, config, description, provenance, ("dd-ppo", "released"), release_file=original_file)
-    )
-
-
-def _architecture(
-    name: str, config: PolicyConfig, description: str, paper: str = DDPPO_PAPER, paper_url: str = DDPPO_URL
-) -> None:
-    provenance = Provenance(paper=paper, paper_url=paper_url)
-    register_model(ModelEntry(name, config, description, provenance, ("architecture",)))
-
-
-_TABLE1 = "DD-PPO paper Table 1; SPL also in habitat-baselines rl/ddppo/README.md"
-_MP3D_CAUTION = (
-    "Trained on Matterport3D train, val and test scenes (README: 'Caution: Trained on MP3D val and test')."
-)
-
-_released(
-    "pointnav-resnet50-gibson4plus",
-    _depth("resnet50"),
-    "DD-PPO depth agent, ResNet50 + 2-layer LSTM512, trained on Gibson-4+",
-    "gibson-4plus-resnet50.pth",
-    "Gibson-4+",
-    (0.922, 0.967, 0.917, 0.970),
-    _TABLE1,
-)
-_released(
-    "pointnav-resnet50-gibson4plus-mp3d",
-    _depth("resnet50"),
-    "DD-PPO depth agent, ResNet50 + 2-layer LSTM512, trained on Gibson-4+ and all of Matterport3D",
-    "gibson-4plus-mp3d-train-val-test-resnet50.pth",
-    "Gibson-4+ and Matterport3D (train/val/test)",
-    (0.956, 0.996, 0.941, 0.996),
-    _TABLE1,
-    _MP3D_CAUTION,
-)
-_released(
-    "pointnav-resnet50",
-    _depth("resnet50"),
-    "DD-PPO depth agent, ResNet50 + 2-layer LSTM512, trained on Gibson-2+",
-    "gibson-2plus-resnet50.pth",
-    "Gibson-2+",
-    (0.956, 0.994, 0.944, 0.982),
-    _TABLE1,
-)
-_released(
-    "pointnav-se-resnext50",
-    _depth("se_resneXt50"),
-    "DD-PPO depth agent, SE-ResNeXt50 + 2-layer LSTM512, trained on Gibson-2+",
-    "gibson-2plus-se-resneXt50.pth",
-    "Gibson-2+",
-    (0.959, 0.999, 0.943, 0.988),
-    _TABLE1,
-)
-_released(
-    "pointnav-se-resnext101",
-    _depth("se_resneXt101", hidden_size=1024),
-    "DD-PPO's best depth agent, SE-ResNeXt101 + 2-layer LSTM1024, trained on Gibson-2+",
-    "gibson-2plus-se-resneXt101-lstm1024.pth",
-    "Gibson-2+",
-    (0.969, 0.997, 0.948, 0.980),
-    _TABLE1,
-)
-_released(
-    "pointnav-se-resnext101-lstm512",
-    _depth("se_resneXt101"),
-    "DD-PPO depth agent, SE-ResNeXt101 + 2-layer LSTM512, trained on Gibson-2+",
-    "gibson-2plus-se-resneXt101.pth",
-    "Gibson-2+",
-    (None, None, None, None),
-    None,
-    "In the release folder without results of its own. Earlier versions of habitat-lab's DD-PPO README "
-    "linked this file from the SE-ResNeXt50 row by mistake; that row's numbers are pointnav-se-resnext50's.",
-)
-_released(
-    "pointnav-se-resnext50-rgb",
-    _rgb("se_resneXt50"),
-    "DD-PPO RGB agent, SE-ResNeXt50 + 2-layer LSTM512 with running mean/var input normalisation",
-    "gibson-2plus-mp3d-train-val-test-se-resneXt50-rgb.pth",
-    "Gibson-2+ and Matterport3D (train/val/test)",
-    (0.929, 0.991, 0.920, 0.977),
-    "DD-PPO paper Table 2 and Sec. 4",
-    _MP3D_CAUTION + " habitat-baselines' README lists val SPL 0.933 for the released file.",
-)
-_released(
-    "pointnav-se-resnext50-rgb-gibson2plus",
-    _rgb("se_resneXt50"),
-    "DD-PPO RGB agent, SE-ResNeXt50 + 2-layer LSTM512, trained on Gibson-2+ only",
-    "gibson-2plus-se-resneXt50-rgb.pth",
-    "Gibson-2+",
-    (None, None, None, None),
-    None,
-    "In the release folder without results of its own; the README's RGB row is "
-    "pointnav-se-resnext50-rgb (Gibson-2+ and Matterport3D).",
-)
-_released(
-    "pointnav-blind",
-    PolicyConfig(backbone=None, sensors=(GOAL_SENSOR,), resolution=None),
-    "DD-PPO blind agent: GPS+Compass and previous action only, 2-layer LSTM512",
-    "gibson-0plus-mp3d-train-val-test-blind.pth",
-    "Gibson-0+ and Matterport3D (train/val/test)",
-    (0.729, 0.973, 0.676, 0.947),
-    "DD-PPO paper Table 2 (Blind, DD-PPO); SPL also in habitat-baselines rl/ddppo/README.md",
-    _MP3D_CAUTION,
-)
-
-_architecture(
-    "pointnav-resnet18", _depth("resnet18"), "half-width GroupNorm ResNet18 depth agent (habitat's default)"
-)
-_architecture("pointnav-resnext50", _depth("resneXt50"), "half-width GroupNorm ResNeXt50 depth agent")
-_architecture("pointnav-se-resnet50", _depth("se_resnet50"), "half-width GroupNorm SE-ResNet50 depth agent")
-_architecture(
-    "pointnav-resnet50-rgbd",
-    PolicyConfig(backbone="resnet50", sensors=("depth", "rgb", GOAL_SENSOR)),
-    "ResNet50 RGB-D agent (channels depth, R, G, B; running mean/var normalisation)",
-)
-_architecture(
-    "bps-se-resnet9",
-    _depth("se_resnet9", resolution=(64, 64)),
-    "BPS's SE-ResNet9 (SpaceToDepth stem, Fixup, no normalisation) depth agent at 64x64",
-    BPS_PAPER,
-    BPS_URL,
-)
-_architecture(
-    "bps-se-resnet9-rgb",
-    _rgb("se_resnet9", resolution=(64, 64)),
-    "BPS's SE-ResNet9 RGB agent at 64x64",
-    BPS_PAPER,
-    BPS_URL,
-)
-_architecture(
-    "pointnav-simple-cnn",
-    _depth("simple_cnn", hidden_size=512, rnn_type="GRU", num_recurrent_layers=1),
-    "habitat's SimpleCNN (PointNavBaselinePolicy's encoder: three convs) in the DD-PPO policy, GRU512",
-    HABITAT_PAPER,
-    HABITAT_URL,
-)
-for _timm_name, _sensors in (("resnet18", "depth"), ("resnet50", "depth"), ("resnet50", "rgb")):
-    register_model(
-        ModelEntry(
-            f"pointnav-timm-{_timm_name}-{_sensors}",
-            PolicyConfig(backbone=f"timm:{_timm_name}", sensors=(_sensors, GOAL_SENSOR)),
-            f"timm {_timm_name} encoder on {_sensors} (ImageNet weights with pretrained=True), for transfer",
-            Provenance(
-                paper="timm (PyTorch Image Models)",
-                paper_url="https://github.com/huggingface/pytorch-image-models",
-            ),
-            ("timm", "imagenet"),
-        )
-    )
-
-
-# navzoo's own agents: trained with `navzoo train` (presets of the same names) on the embedded simulator's
-# train split and shipped inside the package in half precision, so they load with no network at all.
-PACKAGED_WEIGHTS = Path(__file__).parent / "weights"
-
-
-def _shipped(name: str, description: str) -> None:
-    folder = PACKAGED_WEIGHTS / name
-    config, meta = read_config(folder)
-    record = meta.get("provenance") or {}
-    provenance = Provenance(
-        paper=DDPPO_PAPER,
-        paper_url=DDPPO_URL,
-        training_data="navzoo's embedded simulator, train split (all scene families)",
-        notes=f"`navzoo train {name}` for {record.get('frames', 0):,} frames; evaluation in the README",
-    )
-    register_model(ModelEntry(name, config, description, provenance, ("navzoo", "shipped"), folder))
-
-
-_shipped("navzoo-pointnav-depth", "navzoo's depth agent: SE-ResNet9 (half width) on 64x64 depth + GRU256")
-_shipped("navzoo-pointnav-rgb", "navzoo's RGB agent: SE-ResNet9 (half width) on 64x64 RGB + GRU256")
-_shipped("navzoo-pointnav-blind", "navzoo's blind agent: GPS+Compass and the previous action, GRU256")
 
 
 def list_models(
@@ -315,47 +54,24 @@ def list_models(
     cache.
     """
     patterns = [pattern] if isinstance(pattern, str) else list(pattern)
-    entries = (
+    matching = (
         e
-        for e in _REGISTRY.values()
+        for e in entries()
         if (e.weights_source is not None or not pretrained) and (not local or _is_local(e))
     )
-    return sorted(e.name for e in entries if any(fnmatch.fnmatchcase(e.name, p.lower()) for p in patterns))
+    return sorted(e.name for e in matching if any(fnmatch.fnmatchcase(e.name, p.lower()) for p in patterns))
 
 
 def _is_local(entry: ModelEntry) -> bool:
     if entry.weights_source == PACKAGE:
         return True
     if entry.weights_source == HABITAT_RELEASE:
-        from navzoo.hub.release import cached_release  # see load
-
         return cached_release(entry.release_file) is not None
     if entry.weights_source == HUB:
         return all(
             isinstance(try_to_load_from_cache(entry.hub_repo, f), str) for f in (CONFIG_NAME, WEIGHTS_NAME)
         )
     return False
-
-
-def model_entry(name: str) -> ModelEntry:
-    """The entry registered as `name`, or the released entry of habitat's file name `name` (with or
-    without .pth); UnknownModelError with close matches otherwise."""
-    if name in _REGISTRY:
-        return _REGISTRY[name]
-    stem = name.removesuffix(".pth")
-    for entry in _REGISTRY.values():
-        if entry.release_file is not None and entry.release_file.removesuffix(".pth") == stem:
-            return entry
-    raise UnknownModelError(_unknown_message(name))
-
-
-def _unknown_message(name: str) -> str:
-    close = difflib.get_close_matches(name.lower(), _REGISTRY, n=3, cutoff=0.5)
-    hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
-    return (
-        f"unknown model {name!r}: it is not a zoo name, an existing local folder, or 'hf-hub:org/name'. "
-        f"{hint}navzoo.list_models() shows the zoo."
-    )
 
 
 def create_model(name: str, pretrained: bool = False, **overrides: Any) -> PointNavPolicy:
@@ -373,7 +89,7 @@ def create_model(name: str, pretrained: bool = False, **overrides: Any) -> Point
                 sorted(overrides),
                 f"none with pretrained=True: {name}'s weights fix the architecture",
             )
-        return load_entry(entry.name)
+        return load(entry.name)
     if pretrained and entry.config.family != "timm":
         raise ConfigError(
             "pretrained",
@@ -386,9 +102,7 @@ def create_model(name: str, pretrained: bool = False, **overrides: Any) -> Point
     except TypeError:
         fields = ", ".join(f.name for f in dataclasses.fields(PolicyConfig))
         raise ConfigError("overrides", sorted(overrides), f"PolicyConfig fields: {fields}") from None
-    policy = PointNavPolicy(config)
-    policy.name, policy.provenance = entry.name, entry.provenance.to_dict()
-    return policy
+    return PointNavPolicy(config.replace(metadata=entry.metadata))
 
 
 def load(
@@ -401,28 +115,56 @@ def load(
 ) -> ActorCritic:
     """Load a policy with its weights, in eval mode.
 
-    `name` is a zoo name, a local folder holding config.json and model.safetensors (a folder wins over a
-    zoo name it shadows), or "hf-hub:org/name[@revision]". See `load_entry` for where a zoo entry's
-    weights come from and what `cache_dir` and `local_files_only` mean for it. Hub files go through
-    huggingface_hub's cache (`cache_dir`, `revision`); HF_HUB_OFFLINE=1 works from the caches alone.
+    `name` is a zoo name, a local folder holding config.json and model.safetensors, or
+    "hf-hub:org/name[@revision]", read by the rule of `locate`: a zoo name always means the zoo entry, and
+    "./name" the folder of that name. Weights of a zoo entry that do not name themselves get the entry's
+    name and provenance.
     """
-    # Imported here: navzoo.hub imports the zoo, and navzoo.hub.resolve reads navzoo.__version__, which is
-    # not set while `import navzoo` runs.
-    from navzoo.hub.resolve import hub_folder
+    folder, entry = locate(name, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only)
+    return load_pretrained(folder, device=device, fallback=entry.metadata if entry is not None else None)
 
+
+def locate(
+    name: str | Path,
+    *,
+    revision: str | None = None,
+    cache_dir: str | Path | None = None,
+    local_files_only: bool = False,
+) -> tuple[Path, ModelEntry | None]:
+    """The local folder holding the config.json and model.safetensors that `name` names (fetched first if
+    it must be), and the zoo entry it names (None for a folder or a Hub repository). In this order:
+
+    1. "hf-hub:org/name[@revision]": that Hugging Face Hub repository, through huggingface_hub's cache
+       (`revision`, `cache_dir`).
+    2. A zoo name, or the file name of one of habitat's released checkpoints: that zoo entry, wherever its
+       weights live (see `entry_folder`), even when the working directory holds a folder of that name.
+    3. Anything else, and any pathlib.Path: a local folder. "./name" (or an absolute path) is how to name a
+       folder that shares its name with a zoo entry.
+
+    `local_files_only=True` (or HF_HUB_OFFLINE=1) makes no request and fails if nothing is cached.
+    """
     text = str(name)
     if text.startswith(HF_HUB_PREFIX):
         repo_id, _, at_revision = text[len(HF_HUB_PREFIX) :].partition("@")
         hub = {"revision": revision or at_revision or None, "cache_dir": cache_dir}
-        return load_pretrained(hub_folder(repo_id, **hub, local_files_only=local_files_only), device=device)
+        return hub_folder(repo_id, **hub, local_files_only=local_files_only), None
+    entry = None if isinstance(name, Path) else find_entry(text)
+    if entry is not None:
+        cache = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_files_only}
+        return entry_folder(entry.name, **cache), entry
+    return _local_folder(name), None
+
+
+def _local_folder(name: str | Path) -> Path:
+    text = str(name)
     if Path(name).is_dir():
-        return load_pretrained(Path(name), device=device)
+        return Path(name)
     if Path(name).is_file():
         raise UnknownModelError(
             f"{text!r} is a file; navzoo loads folders with config.json and model.safetensors. Convert a "
             f"habitat-baselines checkpoint first: `navzoo convert {text} <folder>`"
         )
-    if text not in _REGISTRY and (isinstance(name, Path) or "/" in text or text.startswith(".")):
+    if isinstance(name, Path) or "/" in text or text.startswith("."):
         # "org/name" is how the Hub spells a repository, so say how navzoo spells it.
         hub_hint = (
             f", or write {HF_HUB_PREFIX}{text} for the Hugging Face Hub repository {text}"
@@ -433,26 +175,7 @@ def load(
             f"{text!r} is not an existing folder; pass a folder with config.json and model.safetensors"
             + hub_hint
         )
-    return load_entry(
-        text, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only, device=device
-    )
-
-
-def load_entry(
-    name: str,
-    *,
-    revision: str | None = None,
-    cache_dir: str | Path | None = None,
-    local_files_only: bool = False,
-    device: str = "cpu",
-) -> ActorCritic:
-    """Load the zoo entry `name` (never a folder of that name); arguments as for `entry_folder`."""
-    folder = entry_folder(name, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only)
-    entry = model_entry(name)
-    policy = load_pretrained(folder, device=device)
-    policy.name = policy.name or entry.name
-    policy.provenance = policy.provenance or entry.provenance.to_dict()
-    return policy
+    raise UnknownModelError(unknown_model_message(text))
 
 
 def entry_folder(
@@ -467,14 +190,11 @@ def entry_folder(
 
     - shipped in the package: its folder there;
     - habitat's release: navzoo's cache (HF_HOME/navzoo, or `cache_dir`), downloaded and converted on
-      first use (navzoo.hub.release);
+      first use (navzoo.weight_sources.habitat_release);
     - a Hub repository: huggingface_hub's cache (`cache_dir`, `revision`).
 
     `local_files_only=True` (or HF_HUB_OFFLINE=1) makes no request and fails if nothing is cached.
     """
-    from navzoo.hub.release import release_folder  # see load
-    from navzoo.hub.resolve import hub_folder
-
     entry = model_entry(name)
     source = entry.weights_source
     if source is None:

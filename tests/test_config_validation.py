@@ -11,13 +11,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import navzoo
 from navzoo.errors import ConfigError, NavzooError, WeightsFormatError
-from navzoo.hub.weights import read_config
-from navzoo.models import PolicyConfig
+from navzoo.models import NeuralControllerConfig, PolicyConfig
+from navzoo.models.weights import read_config
 from navzoo.sim.config import SimConfig
 from navzoo.train.config import (
     DistributedConfig,
@@ -27,6 +28,7 @@ from navzoo.train.config import (
     apply_override,
     load_config,
 )
+from navzoo.transfer.config import TransferConfig
 from navzoo.typed_config import check_field_types
 
 SHIPPED_DEPTH = Path(navzoo.__file__).parent / "weights" / "navzoo-pointnav-depth"
@@ -65,6 +67,54 @@ def test_yaml_forms_are_normalised():
     assert config.ppo.lr == 1.0 and isinstance(config.ppo.lr, float)
     assert config.rank_sim_overrides == {1: {"seed": 3}}
     assert isinstance(config.sim.resolution, tuple) and isinstance(config.sim.sensors, tuple)
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "closest"),
+    [
+        ("ppo.lrr=1e-4", "ppo.lrr", "lr"),
+        ("sim.num_env=2", "sim.num_env", "num_envs"),
+        ("distributed.sink_frac=0.5", "distributed.sink_frac", "sync_frac"),
+        ("imitation.bearing_wieght=1", "imitation.bearing_wieght", "bearing_weight"),
+        ("totl_frames=2e6", "totl_frames", "total_frames"),
+    ],
+)
+def test_unknown_key_suggests_the_closest_field(override, key, closest):
+    with pytest.raises(ConfigError) as info:
+        load_config("navzoo-pointnav-depth", [override])
+    assert info.value.field == key
+    assert str(info.value).endswith(f"did you mean {closest!r}?")
+
+
+def test_unknown_architecture_key_suggests_the_closest_field(tmp_path):
+    folder = _model_folder(tmp_path, lambda c: c["architecture"].update(hiden_size=512))
+    with pytest.raises(
+        WeightsFormatError, match=r"architecture\.hiden_size=512: .*did you mean 'hidden_size'\?"
+    ):
+        navzoo.load(str(folder))
+
+
+def test_unknown_key_unlike_any_field_gets_no_suggestion():
+    with pytest.raises(ConfigError) as info:
+        SimConfig.from_dict({"zzzzzz": 1})
+    assert info.value.field == "zzzzzz" and "did you mean" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        SimConfig(resolution=(64, 48)),
+        PolicyConfig(backbone=None, sensors=(), resolution=None, dummy_goal=(5.0, 0.0)),
+        NeuralControllerConfig(controller=PolicyConfig(resolution=(64, 64))),
+        TransferConfig(task="flee", setting="scratch", base="navzoo-pointnav-depth"),
+        TrainConfig(ppo=PPOConfig(aux_tasks=("cpca",)), rank_sim_overrides={1: {"seed": 3}}),
+    ],
+    ids=lambda config: type(config).__name__,
+)
+def test_to_dict_is_plain_data_that_from_dict_reads_back(config):
+    data = config.to_dict()
+    assert yaml.safe_load(yaml.safe_dump(data)) == data  # nested configs are mappings, tuples are lists
+    assert type(config).from_dict(json.loads(json.dumps(data))) == config
 
 
 def test_dataclasses_check_types_when_built_directly():

@@ -13,14 +13,14 @@ from test_models_habitat import load_reference, randomize_, reference_forward
 
 import navzoo
 from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
-from navzoo.hub.convert import (
+from navzoo.habitat_checkpoint import (
     convert_habitat_checkpoint,
     export_habitat_checkpoint,
     habitat_to_policy,
     infer_config,
     read_habitat_checkpoint,
-    register,
 )
+from navzoo.hub.convert import register
 from navzoo.models import GOAL_SENSOR, HABITAT_BACKBONES, PointNavPolicy, PolicyConfig
 
 

@@ -22,15 +22,15 @@ from navzoo.baselines import make_baseline
 from navzoo.cli import build_parser
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
 from navzoo.evaluation import evaluate
-from navzoo.hub.convert import export_habitat_checkpoint
-from navzoo.hub.weights import save_pretrained
-from navzoo.models import PointNavPolicy, PolicyConfig
+from navzoo.habitat_checkpoint import export_habitat_checkpoint
+from navzoo.model_registry import model_entry
+from navzoo.models import ModelMetadata, PointNavPolicy, PolicyConfig
+from navzoo.models.weights import save_pretrained
 from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.replay import load_replay, make_replay, save_replay
 from navzoo.replay_view import ReplayView
 from navzoo.sim import ACTION_NAMES, BatchSim, SimConfig
 from navzoo.sim.episodes import episodes_for
-from navzoo.zoo import model_entry
 
 gradio_client = pytest.importorskip(
     "gradio_client", reason="the demo needs gradio: pip install 'navzoo[demo]'"
@@ -186,8 +186,7 @@ def test_a_transferred_model_runs_on_its_own_task(tmp_path):
         rnn_type="GRU",
         num_recurrent_layers=1,
     )
-    flee = PointNavPolicy(config)
-    flee.task = "flee"
+    flee = PointNavPolicy(config.replace(metadata=ModelMetadata(task="flee")))
     folder = save_pretrained(flee, tmp_path / "flee-run", name="tiny-flee")
     demo = demo_app.Demo(models=[tmp_path])
     (view,) = demo.run(str(folder), None, "Flee", "val", 0, 0)
@@ -291,7 +290,7 @@ def test_zoo_models_from_the_local_cache(tmp_path, monkeypatch, connections):
     """A zoo entry whose weights are in the Hugging Face cache is offered and loads without the network."""
     from test_zoo import hub_entry
 
-    monkeypatch.setitem(navzoo.zoo._REGISTRY, "hub-blind", hub_entry("hub-blind", "someone/blind"))
+    monkeypatch.setitem(navzoo.model_registry._REGISTRY, "hub-blind", hub_entry("hub-blind", "someone/blind"))
     cache = tmp_path / "hub"
     blind = navzoo.create_model("pointnav-blind", hidden_size=16)
     put_in_hf_cache(cache, "someone/blind", save_pretrained(blind, tmp_path / "weights"), "a" * 40)

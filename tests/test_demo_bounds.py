@@ -17,7 +17,7 @@ import navzoo.replay
 from navzoo.baselines import make_baseline
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
 from navzoo.evaluation import evaluate
-from navzoo.hub.weights import save_pretrained
+from navzoo.models.weights import save_pretrained
 from navzoo.replay import load_replay, make_replay, render_replay, save_replay
 from navzoo.sim import BatchSim, SimConfig
 

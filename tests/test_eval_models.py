@@ -14,7 +14,7 @@ from navzoo.baselines import make_baseline
 from navzoo.cli import main
 from navzoo.errors import ConfigError, NavzooError, ReplayError
 from navzoo.evaluation import evaluate
-from navzoo.hub.weights import save_pretrained
+from navzoo.models.weights import save_pretrained
 from navzoo.policy_agent import PolicyAgent, check_sim_config
 from navzoo.replay import load_replay, make_replay, render_replay, render_replay_frame, save_replay
 from navzoo.sim import BatchSim, SimConfig

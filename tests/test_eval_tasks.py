@@ -13,8 +13,8 @@ from navzoo.cli import main
 from navzoo.errors import ConfigError, NavzooError
 from navzoo.evaluation import episode_map, evaluate, format_table, summarize
 from navzoo.hub.push import write_repo_folder
-from navzoo.hub.weights import save_pretrained
-from navzoo.models import PointNavPolicy, PolicyConfig
+from navzoo.models import ModelMetadata, PointNavPolicy, PolicyConfig
+from navzoo.models.weights import save_pretrained
 from navzoo.policy_agent import PolicyAgent, check_sim_config, sim_settings
 from navzoo.replay import load_replay
 from navzoo.sim import BatchSim, SimConfig
@@ -41,9 +41,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def goalless_policy(task: str, seed: int = 0) -> PointNavPolicy:
     torch.manual_seed(seed)
-    policy = PointNavPolicy(GOALLESS).eval()
-    policy.task = task
-    return policy
+    return PointNavPolicy(GOALLESS.replace(metadata=ModelMetadata(task=task))).eval()
 
 
 def task_sim(task: str, **changes) -> BatchSim:

@@ -35,7 +35,7 @@ from navzoo.cli import main as cli_main
 from navzoo.errors import NavzooError, UnknownModelError
 from navzoo.hub.pull import pull
 from navzoo.hub.push import HubError, upload, write_repo_folder
-from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
 from navzoo.train.config import load_config
 from navzoo.train.trainer import train
 

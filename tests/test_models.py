@@ -6,7 +6,17 @@ import pytest
 import torch
 
 from navzoo.errors import ConfigError, ObservationError
-from navzoo.models import GOAL_SENSOR, VISUAL_FEATURES_KEY, PointNavPolicy, PolicyConfig
+from navzoo.models import (
+    GOAL_SENSOR,
+    VISUAL_FEATURES_KEY,
+    ModelMetadata,
+    NavigationPolicy,
+    NeuralControllerConfig,
+    NeuralControllerPolicy,
+    PointNavPolicy,
+    PolicyArchitecture,
+    PolicyConfig,
+)
 from navzoo.models.se_resnet9 import FixupSEBasicBlock, SEResNet9
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -315,3 +325,28 @@ def test_evaluate_actions_rejects_mismatched_actions(policy):
         policy.evaluate_actions(
             obs, policy.initial_state(2), torch.zeros(2, 2, dtype=torch.long), masks, torch.zeros(2)
         )
+
+
+def test_pointgoal_policy_and_neural_controller_implement_one_interface(policy):
+    planner = NeuralControllerConfig(controller=SMALL, hidden_size=16, num_recurrent_layers=1)
+    steered = NeuralControllerPolicy(planner)
+    for model in (policy, steered):
+        assert isinstance(model, NavigationPolicy) and isinstance(model.config, PolicyArchitecture)
+    assert not isinstance(torch.nn.Linear(2, 2), NavigationPolicy)
+    # The planner+controller system reads the controller's cameras only, and acts as the controller does.
+    seen = steered.config
+    assert (seen.sensors, seen.resolution, seen.backbone) == (("depth",), (64, 64), "resnet18")
+    assert seen.num_actions == 4 and not seen.is_blind and not seen.has_goal and seen.hidden_size == 16
+
+
+def test_metadata_are_part_of_the_config_but_not_of_the_architecture():
+    metadata = ModelMetadata(name="mine", task="flee", provenance={"frames": 10})
+    named = SMALL.replace(metadata=metadata)
+    assert named == SMALL and hash(named) == hash(SMALL) and named.to_dict() == SMALL.to_dict()
+    model = PointNavPolicy(named)
+    assert (model.name, model.task, model.provenance) == ("mine", "flee", {"frames": 10})
+    with pytest.raises(AttributeError):
+        model.task = "explore"  # fixed when the model is built
+    assert PointNavPolicy(SMALL).task == "pointnav" and PointNavPolicy(SMALL).name is None
+    with pytest.raises(ConfigError, match="invalid task"):
+        ModelMetadata(task="swim")

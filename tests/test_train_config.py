@@ -258,6 +258,7 @@ def test_bps_lr_scaling(monkeypatch, overrides, world_size, expected):
         ),
         (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lrr=1e-4"], "finetune.ppo.lrr"),
         (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lr=-1"], "finetune.ppo.lr"),
+        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.algorithm=sac"], "finetune.algorithm"),
     ],
 )
 def test_finetune_block_errors_name_the_key(overrides, field):

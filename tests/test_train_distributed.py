@@ -22,6 +22,7 @@ import torch
 from safetensors.torch import load_file
 
 import navzoo
+from navzoo.models.weights import save_pretrained
 from navzoo.train import checkpoint as ckpt
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -363,25 +364,34 @@ def test_imitation_resume_equals_uninterrupted_run(tmp_path):
     _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
 
 
-def test_imitation_then_dd_ppo_in_one_run_resumes_across_the_switch(tmp_path):
-    """finetune.from_frames hands the run from imitation to DD-PPO (a fresh optimiser, the critic warming
-    up first); a stop after the switch resumes with PPO, exactly."""
+@pytest.mark.parametrize("second", ["ppo", "dagger"])
+def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
+    """finetune.from_frames hands the run from imitation to its second stage with a fresh optimiser: DD-PPO
+    (the critic warming up first) or imitation at another learning rate; a stop after the switch resumes
+    in that stage, exactly."""
     extra = (
         "algorithm=dagger",
         f"imitation.oracle_decay_frames={2 * FRAMES_PER_UPDATE}",
         f"finetune.from_frames={4 * FRAMES_PER_UPDATE}",
-        "finetune.ppo.critic_warmup_updates=1",
+        f"finetune.algorithm={second}",
         "finetune.ppo.lr=1e-3",
+        *(["finetune.ppo.critic_warmup_updates=1"] if second == "ppo" else []),
     )
     _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=5, extra=extra)
     rows, _ = _log(tmp_path / "one_go")
     assert all("train/oracle_share" in r for r in rows[:4])
-    assert not any("train/oracle_share" in r for r in rows[4:])
-    assert all("loss/oracle_prob" in r for r in rows[:4]) and all("loss/clip_fraction" in r for r in rows[4:])
+    assert all(r["train/lr"] == pytest.approx(1e-3) for r in rows[4:])
+    if second == "ppo":
+        assert not any("train/oracle_share" in r for r in rows[4:])
+        assert all("loss/oracle_prob" in r for r in rows[:4]) and all(
+            "loss/clip_fraction" in r for r in rows[4:]
+        )
+    else:
+        assert all("loss/oracle_prob" in r for r in rows)
     provenance = json.loads((tmp_path / "one_go" / "config.json").read_text())["provenance"]
     assert [(s["algorithm"], s["frames"]) for s in provenance["stages"]] == [
         ("dagger", 4 * FRAMES_PER_UPDATE),
-        ("ppo", 2 * FRAMES_PER_UPDATE),
+        (second, 2 * FRAMES_PER_UPDATE),
     ]
 
 
@@ -563,7 +573,7 @@ def test_resume_with_another_architecture_names_what_changed(tmp_path):
 # --- 8. nothing is overwritten silently -----------------------------------------------------------------
 def test_a_folder_holding_a_model_is_not_overwritten_without_overwrite(tmp_path):
     model = tmp_path / "model"
-    navzoo.hub.weights.save_pretrained(navzoo.create_model("pointnav-blind", hidden_size=32), model)
+    save_pretrained(navzoo.create_model("pointnav-blind", hidden_size=32), model)
     (model / "notes.txt").write_text("mine")
     weights = (model / "model.safetensors").read_bytes()
     args = [PRESET, *TINY, f"total_frames={FRAMES_PER_UPDATE}", "--run-dir", str(model)]

@@ -23,7 +23,6 @@ from test_train_distributed import _env, _finish, _run, _start, _torchrun
 
 import navzoo
 from navzoo.errors import ConfigError
-from navzoo.hub.weights import load_pretrained
 from navzoo.models import (
     GOAL_VECTOR_KEY,
     VISUAL_FEATURES_KEY,
@@ -31,6 +30,7 @@ from navzoo.models import (
     PointNavPolicy,
     VisualEncoder,
 )
+from navzoo.models.weights import load_pretrained
 from navzoo.train import checkpoint as ckpt
 from navzoo.transfer.config import TransferConfig, transfer_train_config
 from navzoo.transfer.finetune import checkpoint_policy, finetune, load_run, policy_spec
@@ -251,7 +251,7 @@ def test_planner_goal_is_elu_magnitude_and_tanh_direction(base):
 def _finetune(setting: str, task: str, run_dir: Path, base, extra=(), **options):
     transfer = TransferConfig(task=task, setting=setting, base=BASE, planner_hidden_size=64, **options)
     config = transfer_train_config(base, task, FRAMES, [*TINY, *extra])
-    return transfer, finetune(transfer, config, run_dir)
+    return transfer, finetune(transfer, config, run_dir, base=base)
 
 
 @pytest.mark.parametrize(
@@ -273,9 +273,9 @@ def test_finetune_runs_and_changes_only_what_it_trains(setting, task, base, imag
     assert math.isfinite(result.metrics[metric]) and result.metrics[metric] >= 0
     assert "episode/spl" not in result.metrics
 
-    torch.manual_seed(0)  # the trainer's seed: the policy each worker started from
-    start = policy_spec(transfer).build()
-    trained, frames = checkpoint_policy(transfer, ckpt.latest_checkpoint(tmp_path))
+    # With the run's seed (0): the policy each worker started from.
+    start = policy_spec(transfer, base, seed=0).policy
+    trained, frames = checkpoint_policy(start, ckpt.latest_checkpoint(tmp_path))
     assert frames == FRAMES
     frozen = _frozen_names(start)
     assert frozen or setting == "scratch"

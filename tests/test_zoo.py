@@ -14,13 +14,15 @@ import huggingface_hub
 import pytest
 import torch
 from conftest import put_in_hf_cache, random_observations
+from safetensors.torch import save_file
 
 import navzoo
-from navzoo import zoo
+from navzoo import model_registry
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError, WeightsNotAvailableError
-from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, save_pretrained
+from navzoo.hub.pull import pull
+from navzoo.model_registry import ModelEntry, Provenance, model_entry
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
-from navzoo.zoo import ModelEntry, Provenance, model_entry
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, save_pretrained
 
 RELEASED_FILES = {
     "gibson-4plus-resnet50.pth",
@@ -176,6 +178,56 @@ def test_save_and_load_folder_round_trip(tmp_path):
         assert torch.equal(before.value, after.value) and torch.equal(before.hidden, after.hidden)
 
 
+def test_a_model_folder_written_before_models_had_a_task_loads(tmp_path):
+    """config.json as navzoo wrote it before tasks and dummy goals existed (the shipped agents' layout):
+    name and provenance beside the architecture, no task, no dummy_goal. It is a PointGoal model."""
+    policy = navzoo.create_model(
+        "bps-se-resnet9", hidden_size=16, base_planes=16, rnn_type="GRU", num_recurrent_layers=1
+    )
+    folder = tmp_path / "old"
+    folder.mkdir()
+    save_file({k: v.contiguous() for k, v in policy.state_dict().items()}, folder / WEIGHTS_NAME)
+    old = {
+        "format": "navzoo-policy",
+        "format_version": 1,
+        "name": "navzoo-pointnav-depth",
+        "architecture": {
+            "backbone": "se_resnet9",
+            "sensors": ["depth", GOAL_SENSOR],
+            "resolution": [64, 64],
+            "hidden_size": 16,
+            "rnn_type": "GRU",
+            "num_recurrent_layers": 1,
+            "num_actions": 4,
+            "base_planes": 16,
+            "input_avgpool": False,
+            "normalize_visual_inputs": False,
+            "timm_pretrained": False,
+        },
+        "provenance": {"source": "navzoo train", "run": "navzoo-pointnav-depth", "frames": 1716224},
+    }
+    (folder / CONFIG_NAME).write_text(json.dumps(old, indent=2) + "\n")
+    loaded = navzoo.load(folder)
+    assert loaded.config == policy.config and loaded.config.dummy_goal is None
+    assert (loaded.name, loaded.task, loaded.provenance) == (old["name"], "pointnav", old["provenance"])
+    assert torch.equal(step(policy.eval()).value, step(loaded).value)
+    # Saved again: the same layout, with the fields added since.
+    again = json.loads((save_pretrained(loaded, tmp_path / "again") / CONFIG_NAME).read_text())
+    assert again == {**old, "task": "pointnav", "architecture": {**old["architecture"], "dummy_goal": None}}
+
+
+def test_a_folder_named_like_a_zoo_entry_does_not_shadow_it(tmp_path, monkeypatch):
+    name = "navzoo-pointnav-depth"
+    save_pretrained(navzoo.create_model("pointnav-blind", hidden_size=16), tmp_path / name, name="mine")
+    monkeypatch.chdir(tmp_path)
+    zoo_model = navzoo.load(name)
+    assert zoo_model.name == name and zoo_model.config == model_entry(name).config
+    assert pull(name) == model_entry(name).packaged
+    for folder in (f"./{name}", tmp_path / name, Path(name)):  # a path, absolute or not, is a folder
+        local = navzoo.load(folder)
+        assert local.name == "mine" and local.config.is_blind
+
+
 @pytest.fixture
 def saved(tmp_path) -> Path:
     return save_pretrained(navzoo.create_model("pointnav-blind", hidden_size=16), tmp_path / "blind")
@@ -260,7 +312,7 @@ def hub_entry(name: str, repo_id: str) -> ModelEntry:
 
 
 def test_loads_from_the_hf_cache_with_local_files_only(tmp_path, monkeypatch):
-    monkeypatch.setitem(zoo._REGISTRY, "hub-blind", hub_entry("hub-blind", "someone/blind"))
+    monkeypatch.setitem(model_registry._REGISTRY, "hub-blind", hub_entry("hub-blind", "someone/blind"))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     assert "hub-blind" in navzoo.list_models(pretrained=True)
     assert "hub-blind" not in navzoo.list_models(local=True)
@@ -294,7 +346,7 @@ def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
         import json, torch, navzoo
         from navzoo.errors import WeightsNotAvailableError
         from test_zoo import hub_entry
-        navzoo.zoo.register_model(hub_entry("hub-blind", "someone/blind"))
+        navzoo.model_registry.register_model(hub_entry("hub-blind", "someone/blind"))
         def value(p):
             obs = {"pointgoal_with_gps_compass": torch.ones(1, 2)}
             if p.config.resolution:

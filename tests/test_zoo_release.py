@@ -23,8 +23,8 @@ from test_models_habitat import load_reference, reference_forward
 import navzoo
 from navzoo.cli import main
 from navzoo.errors import UnsafeCheckpointError, WeightsFormatError, WeightsNotAvailableError
-from navzoo.hub.release import BASE_URL_ENV, cache_root, cached_release
-from navzoo.zoo import HABITAT_RELEASE, model_entry
+from navzoo.model_registry import HABITAT_RELEASE, model_entry
+from navzoo.weight_sources.habitat_release import BASE_URL_ENV, cache_root, cached_release
 
 BLIND = "gibson-0plus-mp3d-train-val-test-blind.pth"
 RESNET50 = "gibson-2plus-resnet50.pth"

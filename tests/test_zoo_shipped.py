@@ -14,11 +14,11 @@ import pytest
 import navzoo
 from navzoo.baselines import make_baseline
 from navzoo.evaluation import evaluate, summarize
-from navzoo.hub.weights import WEIGHTS_NAME
+from navzoo.model_registry import PACKAGED_WEIGHTS, model_entry
+from navzoo.models.weights import WEIGHTS_NAME
 from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.sim.episodes import episodes_for
-from navzoo.zoo import PACKAGED_WEIGHTS, model_entry
 
 SHIPPED = ("navzoo-pointnav-blind", "navzoo-pointnav-depth", "navzoo-pointnav-rgb")
 STRIDE = 12  # every 12th val episode: 50 episodes, two from each of the 24 val scenes of all four families

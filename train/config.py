@@ -22,11 +22,13 @@ from typing import Any
 
 import yaml
 
+from navzoo.config_base import Config, check_keys
 from navzoo.errors import ConfigError
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
 from navzoo.typed_config import check_field_types
+from navzoo.zoo import model_entry
 
 ALGORITHMS = ("ppo", "dagger")
 OPTIMIZERS = ("adam", "lamb")
@@ -36,7 +38,7 @@ AUX_TASKS = ("cpca", "inverse_dynamics")  # navzoo.train.auxiliary
 
 
 @dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(Config):
     """PPO with GAE; defaults are DD-PPO's (Wijmans et al. 2020, habitat-baselines ddppo config)."""
 
     num_steps: int = 128  # rollout length per environment
@@ -101,7 +103,7 @@ class PPOConfig:
 
 
 @dataclass(frozen=True)
-class ImitationConfig:
+class ImitationConfig(Config):
     """DAgger from the simulator's shortest-path oracle (algorithm: dagger; navzoo.train.imitation).
 
     The oracle drives a random share of the steps, decaying linearly from `oracle_share_start` to
@@ -139,26 +141,30 @@ class ImitationConfig:
 
 
 @dataclass(frozen=True)
-class FinetuneConfig:
-    """DD-PPO fine-tuning of an imitation run, in the same run (PIRLNav, Ramrakhya et al. 2023): from
-    `from_frames` frames on, up to total_frames, it trains by PPO instead of imitating, with the `ppo`
-    block changed by `ppo` (a fresh optimiser; set critic_warmup_updates / actor_warmup_updates there,
-    counted from the switch). 0: no fine-tuning."""
+class FinetuneConfig(Config):
+    """The second stage of an imitation run, in the same run: from `from_frames` frames on, up to
+    total_frames, it trains with `algorithm` and the `ppo` block changed by `ppo`, with a fresh optimiser
+    and the learning-rate schedule counted from the switch. "ppo" is DD-PPO fine-tuning (PIRLNav, Ramrakhya
+    et al. 2023; set critic_warmup_updates / actor_warmup_updates here); "dagger" goes on imitating, e.g.
+    at a lower, decaying learning rate. 0: one stage."""
 
     from_frames: int = 0
+    algorithm: str = "ppo"
     ppo: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         check_field_types(self, "finetune.")
+        if self.algorithm not in ALGORITHMS:
+            raise ConfigError("finetune.algorithm", self.algorithm, ALGORITHMS)
 
     def ppo_config(self, base: PPOConfig) -> PPOConfig:
         """The `ppo` block of the fine-tuning stage; ConfigError for a key PPOConfig does not have or that
         the rollout's size depends on."""
         if "num_steps" in self.ppo:
             raise ConfigError("finetune.ppo.num_steps", self.ppo["num_steps"], "unset: rollouts keep a size")
-        _check_keys("finetune.ppo", self.ppo, PPOConfig)
+        check_keys(PPOConfig, self.ppo, "finetune.ppo")
         try:
-            config = dataclasses.replace(base, **self.ppo)
+            config = base.replace(**self.ppo)
             config.validate()
         except ConfigError as err:
             raise ConfigError(f"finetune.{err.field}", err.value, err.allowed) from None
@@ -166,7 +172,7 @@ class FinetuneConfig:
 
 
 @dataclass(frozen=True)
-class DistributedConfig:
+class DistributedConfig(Config):
     # Once at least sync_frac * workers have finished their rollouts the others stop early (never before a
     # quarter of the rollout). 1.0 turns preemption off; so does 0.6 with 2 workers (1.2 would have to be
     # done, and a straggler is never counted), so use 0.5 there.
@@ -185,7 +191,7 @@ class DistributedConfig:
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(Config):
     # The zoo architecture to train; None when the caller builds the policy (navzoo finetune).
     model: str | None = "bps-se-resnet9"
     # Start from the weights of this model (a model or run folder, a zoo name or hf-hub:org/name) of the
@@ -260,8 +266,6 @@ class TrainConfig:
 
     def policy_config(self) -> PolicyConfig:
         """The zoo architecture `model` with `policy` overrides; sensors and resolution follow `sim`."""
-        from navzoo.zoo import model_entry
-
         base = model_entry(self.model).config
         sensors = tuple(self.sim.sensors) + ((GOAL_SENSOR,) if get_task(self.sim.task).has_goal else ())
         if base.is_blind:
@@ -295,34 +299,13 @@ class TrainConfig:
     def frames_per_update(self, world_size: int) -> int:
         return self.ppo.num_steps * self.sim.num_envs * world_size
 
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["sim"] = {k: list(v) if isinstance(v, tuple) else v for k, v in data["sim"].items()}
-        return data
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        if not isinstance(data, dict):
-            raise ConfigError("config", data, "a mapping of TrainConfig fields")
-        data = dict(data)
-        _check_keys("config", data, cls)
+    def from_dict(cls, data: Any, block: str = "") -> TrainConfig:
+        """The config of a training run, checked as a whole (see validate)."""
+        check_keys(cls, data, block)
         if "sim" in data:
-            _check_keys("sim", data["sim"], SimConfig)
-            sim = {"split": "train", **data["sim"]}
-            try:
-                data["sim"] = SimConfig.from_dict(sim)
-            except ConfigError as err:
-                raise ConfigError(f"sim.{err.field}", err.value, err.allowed) from None
-        for name, kind in (
-            ("ppo", PPOConfig),
-            ("imitation", ImitationConfig),
-            ("finetune", FinetuneConfig),
-            ("distributed", DistributedConfig),
-        ):
-            if name in data:
-                _check_keys(name, data[name], kind)
-                data[name] = kind(**data[name])
-        config = cls(**data)
+            data = {**data, "sim": _train_sim(data["sim"])}
+        config = super().from_dict(data, block)
         config.validate()
         return config
 
@@ -387,14 +370,13 @@ def _presets_text() -> str:
     return ", ".join(preset_names())
 
 
-def _check_keys(block: str, data: Any, kind: type) -> None:
-    if not isinstance(data, dict):
-        raise ConfigError(block, data, f"a mapping of {kind.__name__} fields")
-    known = {f.name for f in dataclasses.fields(kind)}
-    unknown = sorted(set(data) - known)
-    if unknown:
-        prefix = "" if block == "config" else f"{block}."
-        raise ConfigError(prefix + unknown[0], data[unknown[0]], "fields: " + ", ".join(sorted(known)))
+def _train_sim(values: Any) -> SimConfig:
+    """The `sim` block of a training config: on the train split unless it says otherwise."""
+    check_keys(SimConfig, values, "sim")
+    try:
+        return SimConfig(**{"split": "train", **values})
+    except ConfigError as err:  # SimConfig names its own fields; here they sit in the sim block
+        raise ConfigError(f"sim.{err.field}", err.value, err.allowed) from None
 
 
 def _positive_int(name: str, value: int) -> None:

@@ -144,14 +144,17 @@ def _preemption_store(rank: int, world_size: int, timeout: datetime.timedelta) -
     return store
 
 
+REDUCE_OPS = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
+
+
 def all_reduce(values: dict[str, float], device: torch.device, op: str = "sum") -> dict[str, float]:
-    """Sum (or max) a dict of numbers over all workers; every worker must pass the same keys."""
+    """Sum (or min, or max) a dict of numbers over all workers; every worker must pass the same keys."""
     if not values:
         return {}
     keys = sorted(values)
     tensor = torch.tensor([float(values[k]) for k in keys], dtype=torch.float64, device=device)
     if dist.get_world_size() > 1:
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
+        dist.all_reduce(tensor, op=REDUCE_OPS[op])
     return dict(zip(keys, tensor.tolist(), strict=True))
 
 

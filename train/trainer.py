@@ -5,7 +5,8 @@ PPO steps with gradients all-reduced by DistributedDataParallel (Wijmans et al. 
 One update: collect up to `ppo.num_steps` steps (stopping early once enough workers are done, see
 RolloutPreemption), compute GAE, run the PPO epochs, all-reduce the statistics, log, and checkpoint at the
 interval. SIGTERM (and SLURM's SIGUSR1, which also requeues the job) makes every worker finish the current
-update, write a checkpoint and exit.
+update, write a checkpoint and exit. Callbacks (navzoo.train.callbacks) hook into the run at its start,
+after every update and checkpoint, and at its end.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,11 +29,12 @@ import yaml
 
 from navzoo.destination import check_destination
 from navzoo.errors import ConfigError
-from navzoo.hub.weights import save_pretrained
-from navzoo.models import VISUAL_FEATURES_KEY, ActorCritic, PointNavPolicy
+from navzoo.models import VISUAL_FEATURES_KEY, ActorCritic, ModelMetadata, PointNavPolicy
+from navzoo.models.weights import save_pretrained
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
+from navzoo.train.callbacks import TrainerCallback
 from navzoo.train.config import PPOConfig, TrainConfig
 from navzoo.train.distributed import (
     RolloutPreemption,
@@ -43,27 +44,29 @@ from navzoo.train.distributed import (
     init_workers,
     restart_count,
 )
+from navzoo.train.episode_window import EpisodeWindow
 from navzoo.train.imitation import DAgger, OracleTeacher
 from navzoo.train.logger import TrainLogger, plot_learning_curve
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
+from navzoo.zoo import load
 
 CONFIG_FILE = "train_config.yaml"
 CHECKPOINT_FORMAT = "navzoo-train-checkpoint"
 COMMON_METRICS = ("episode_return", "num_steps", "path_length", "collisions")
 # The config keys a model's tensors depend on, named when a resume finds tensors of another shape.
 ARCHITECTURE_KEYS = ("model", "policy.", "sim.sensors", "sim.resolution", "sim.task")
-STATS_WINDOW = 20  # updates whose finished episodes make up the logged episode metrics
 
 
 @dataclass
 class PolicySpec:
     """A policy built by the caller instead of from the config's zoo architecture (navzoo.transfer).
 
-    `build` runs on every worker after the same seed, so all of them start from the same parameters.
+    Every worker builds it after the same seed, so all of them start from the same parameters; the trainer
+    trains this module in place.
     """
 
-    build: Callable[[], ActorCritic]
+    policy: ActorCritic
     source: str  # the command that trains it, recorded in the exported model's provenance
     provenance: dict[str, Any] = field(default_factory=dict)  # added to the exported model's provenance
     files: dict[str, str] = field(default_factory=dict)  # name -> text, written into a new run folder
@@ -84,6 +87,7 @@ def train(
     resume: bool = False,
     spec: PolicySpec | None = None,
     overwrite: bool = False,
+    callbacks: Sequence[TrainerCallback] = (),
 ) -> TrainResult:
     """Train in this process; under torchrun every worker calls this with the same arguments.
 
@@ -94,21 +98,33 @@ def train(
         raise ConfigError("model", None, "a zoo architecture (only navzoo finetune builds its own policy)")
     workers = init_workers(config.distributed, config.device)
     try:
-        return Trainer(config, Path(run_dir), workers, spec).run(resume or restart_count() > 0, overwrite)
+        trainer = Trainer(config, Path(run_dir), workers, spec, callbacks)
+        return trainer.run(resume or restart_count() > 0, overwrite)
     finally:
         close_workers()
 
 
 class Trainer:
-    def __init__(self, config: TrainConfig, run_dir: Path, workers: Workers, spec: PolicySpec | None = None):
+    def __init__(
+        self,
+        config: TrainConfig,
+        run_dir: Path,
+        workers: Workers,
+        spec: PolicySpec | None = None,
+        callbacks: Sequence[TrainerCallback] = (),
+    ):
         self.config, self.run_dir, self.workers, self.spec = config, run_dir, workers, spec
+        self.callbacks = tuple(callbacks)
         self.device = workers.device
         cores = os.cpu_count() or 1
         torch.set_num_threads(config.torch_threads or max(1, cores // workers.local_world_size))
         torch.manual_seed(config.seed)  # the same initial parameters on every worker
-        policy = spec.build() if spec is not None else PointNavPolicy(config.policy_config())
+        if spec is None:
+            trained_for = ModelMetadata(task=config.sim.task)
+            policy = PointNavPolicy(config.policy_config().replace(metadata=trained_for))
+        else:
+            policy = spec.policy  # built for the task by the caller
         self.policy = policy.to(self.device)
-        self.policy.task = config.sim.task
         self.policy.train()
         encoder = self.policy.visual_encoder
         # A frozen encoder's features never change, so the rollout stores them instead of the images and
@@ -124,7 +140,8 @@ class Trainer:
         else:
             self.teacher = None
             self.ppo = PPO(self.policy, config.ppo, self._lr(config.ppo), self.device, workers.distributed)
-        # Where DD-PPO takes over from imitation in this run (FinetuneConfig), and the stages done so far.
+        # Where the second stage takes over from imitation in this run (FinetuneConfig), and the stages
+        # done so far.
         self.finetune_from = config.finetune.from_frames or None
         self.stages: list[dict[str, Any]] = []  # finished stages: algorithm, frames, wall time
         self.stage_start = (0, 0, 0.0)  # (update, frames, elapsed_s) where the current stage began
@@ -134,7 +151,7 @@ class Trainer:
         self.update = self.frames = self.episodes = 0
         self.initialised_from: dict[str, Any] | None = None  # init_from's provenance, kept in checkpoints
         self.elapsed_s = 0.0
-        self.window: deque[dict[str, float]] = deque(maxlen=STATS_WINDOW)
+        self.window = EpisodeWindow(self._metric_names())
         self.stop_signal: int | None = None  # set by a signal handler on this worker
         self.stop_reason: str | None = None  # set on every worker at once, from the all-reduced flag
 
@@ -147,18 +164,23 @@ class Trainer:
         return lr
 
     def _start_finetuning(self) -> None:
-        """Leave imitation for DD-PPO: no teacher from here on, and PPO with a fresh optimiser (PIRLNav)."""
+        """Begin the second stage with a fresh optimiser: DD-PPO with no teacher from here on (PIRLNav), or
+        more imitation with the stage's own `ppo` block."""
         cfg = self.config
         self.stages.append(self._current_stage())
         self.stage_start = (self.update, self.frames, self.elapsed_s)
-        self.teacher = None
         ppo = cfg.finetune.ppo_config(cfg.ppo)
-        self.ppo = PPO(self.policy, ppo, self._lr(ppo), self.device, self.workers.distributed)
+        distributed = self.workers.distributed
+        if cfg.finetune.algorithm == "dagger":
+            self.ppo = DAgger(self.policy, ppo, cfg.imitation, self._lr(ppo), self.device, distributed)
+        else:
+            self.teacher = None
+            self.ppo = PPO(self.policy, ppo, self._lr(ppo), self.device, distributed)
 
     def _current_stage(self) -> dict[str, Any]:
         """The stage running now, as far as it has come: its algorithm, frames and wall time."""
         _, frames, elapsed = self.stage_start
-        algorithm = self.config.algorithm if self.teacher is not None or not self.stages else "ppo"
+        algorithm = self.config.finetune.algorithm if self.stages else self.config.algorithm
         wall = self.elapsed_s - elapsed
         return {"algorithm": algorithm, "frames": self.frames - frames, "wall_time_s": wall}
 
@@ -167,9 +189,7 @@ class Trainer:
         cfg = self.config
         start_update, start_frames, _ = self.stage_start
         end = (
-            cfg.total_frames
-            if self.teacher is None
-            else min(self.finetune_from or cfg.total_frames, cfg.total_frames)
+            cfg.total_frames if self.stages else min(self.finetune_from or cfg.total_frames, cfg.total_frames)
         )
         done = (self.frames - start_frames) / max(1, end - start_frames)
         return min(1.0, done), self.update - start_update
@@ -218,15 +238,13 @@ class Trainer:
             restart=restart_count(),
         )
         self._install_signal_handlers()
+        for callback in self.callbacks:
+            callback.on_train_start(self)
         hidden = storage.hidden.clone()
         metrics: dict[str, float] = {}
         try:
             while self.frames < cfg.total_frames and self.stop_reason is None:
-                if (
-                    self.teacher is not None
-                    and self.finetune_from is not None
-                    and self.frames >= self.finetune_from
-                ):
+                if not self.stages and self.finetune_from is not None and self.frames >= self.finetune_from:
                     self._start_finetuning()
                 started = time.perf_counter()
                 hidden, rollout = self._collect(storage, hidden)
@@ -235,14 +253,18 @@ class Trainer:
                 losses = self.ppo.update(storage)
                 storage.after_update(hidden)
                 learning_s = time.perf_counter() - learn_start
-                metrics = self._reduce(rollout, losses, learning_s, started, lr)
+                metrics = self._end_update(rollout, losses, learning_s, started, lr)
                 if self.update % cfg.log_every == 0 or self.frames >= cfg.total_frames:
                     logger.log(self.frames, metrics)
                 logger.advance(self.frames)
+                for callback in self.callbacks:
+                    callback.on_update_end(self, metrics)
                 finished = self.frames >= cfg.total_frames or self.stop_reason is not None
                 if finished or self.update % cfg.checkpoint_every == 0:
                     path = self._checkpoint(storage, metrics)
                     logger.event(event="checkpoint", update=self.update, frames=self.frames, path=path)
+                    for callback in self.callbacks:
+                        callback.on_checkpoint(self, path)
         finally:
             logger.close()
             self.sim.close()
@@ -251,7 +273,10 @@ class Trainer:
             plot_learning_curve(self.run_dir, tuple(f"episode/{name}" for name, _ in task_metrics))
             if self.stop_reason == "SIGUSR1":
                 _requeue_slurm_job()
-        return TrainResult(self.run_dir, self.update, self.frames, self.stop_reason, metrics)
+        result = TrainResult(self.run_dir, self.update, self.frames, self.stop_reason, metrics)
+        for callback in self.callbacks:
+            callback.on_train_end(self, result)
+        return result
 
     def _collect(self, storage: RolloutStorage, hidden: torch.Tensor):
         """One rollout; returns the recurrent state after it and this worker's sums of statistics."""
@@ -312,36 +337,49 @@ class Trainer:
         rest = {k: v for k, v in observations.items() if k not in visual}
         return {**rest, VISUAL_FEATURES_KEY: features}
 
-    def _reduce(self, rollout: dict, losses: dict, learning_s: float, started: float, lr: float) -> dict:
-        """All-reduce this update's statistics; update counters and the episode window."""
-        world = self.workers.world_size
+    # --- the end of an update: what the workers agree on, and the logged metrics ----------------------
+    def _end_update(
+        self, rollout: dict, losses: dict, learning_s: float, started: float, lr: float
+    ) -> dict[str, float]:
+        """Combine this update's statistics over all workers, learn whether any worker was asked to stop,
+        count the update, and return its metrics."""
+        totals = self._sum_over_workers(rollout, losses, learning_s)
+        steps_min = all_reduce({"steps": rollout["steps"]}, self.device, op="min")["steps"]
+        self.stop_reason = self._stop_requested_on_any_worker()
+        self.update += 1
+        frames = int(totals["rollout/frames"])
+        self.frames += frames
+        self.episodes += int(totals["rollout/episodes"])
+        wall = time.perf_counter() - started
+        self.elapsed_s += wall
+        rollout_sums = {k.removeprefix("rollout/"): v for k, v in totals.items() if k.startswith("rollout/")}
+        self.window.add(rollout_sums)
+        return {**self.window.means(), **self._update_metrics(totals, steps_min, frames, wall, lr)}
+
+    def _sum_over_workers(self, rollout: dict, losses: dict, learning_s: float) -> dict[str, float]:
+        """Each worker's rollout sums, losses and times ("rollout/...", "loss/..."), summed over them all."""
         local = {f"rollout/{k}": v for k, v in rollout.items()}
         local.update({f"loss/{k}": v for k, v in losses.items()})
         local["rollout/learning_s"] = learning_s
         local["rollout/frames"] = rollout["steps"] * self.sim.num_envs
-        local["rollout/min_steps"] = -rollout["steps"]  # max of the negation is the min
-        # The signal number, so every worker learns which signal stopped the run (0: none).
-        local["stop"] = float(self.stop_signal or 0)
-        maxed = {k: v for k, v in local.items() if k in ("rollout/min_steps", "stop")}
-        total = all_reduce({k: v for k, v in local.items() if k not in maxed}, self.device)
-        total.update(all_reduce(maxed, self.device, op="max"))
-        if total["stop"]:
-            self.stop_reason = signal.Signals(int(total["stop"])).name
-        self.update += 1
-        frames = int(total["rollout/frames"])
-        self.frames += frames
-        self.episodes += int(total["rollout/episodes"])
-        wall = time.perf_counter() - started
-        self.elapsed_s += wall
-        episode_sums = {k.removeprefix("rollout/"): v for k, v in total.items() if k.startswith("rollout/")}
-        self.window.append({k: episode_sums[k] for k in ("episodes", *self._metric_names())})
-        count = sum(w["episodes"] for w in self.window)
-        metrics: dict[str, float] = {}
-        for name in self._metric_names():
-            metrics[f"episode/{name}"] = sum(w[name] for w in self.window) / count if count else math.nan
-        metrics.update({k: v / world for k, v in total.items() if k.startswith("loss/")})
-        sim_s, inference_s = total["rollout/sim_s"] / world, total["rollout/inference_s"] / world
-        learn_s = total["rollout/learning_s"] / world
+        return all_reduce(local, self.device)
+
+    def _stop_requested_on_any_worker(self) -> str | None:
+        """The name of the signal that asked any worker to stop (the same on every worker), or None.
+
+        A signal reaches one worker (or not all at once); all of them must stop after the same update.
+        """
+        signum = all_reduce({"signal": float(self.stop_signal or 0)}, self.device, op="max")["signal"]
+        return signal.Signals(int(signum)).name if signum else None
+
+    def _update_metrics(
+        self, totals: dict[str, float], steps_min: float, frames: int, wall: float, lr: float
+    ) -> dict[str, float]:
+        """Losses and times as means over the workers, the rollouts' lengths, and the training counters."""
+        world = self.workers.world_size
+        metrics = {k: v / world for k, v in totals.items() if k.startswith("loss/")}
+        sim_s, inference_s = totals["rollout/sim_s"] / world, totals["rollout/inference_s"] / world
+        learn_s = totals["rollout/learning_s"] / world
         busy = sim_s + inference_s + learn_s
         metrics.update(
             {
@@ -350,9 +388,9 @@ class Trainer:
                 "perf/inference_fraction": inference_s / busy,
                 "perf/learning_fraction": learn_s / busy,
                 "perf/update_s": wall,
-                "rollout/steps_mean": total["rollout/steps"] / world,
-                "rollout/steps_min": -total["rollout/min_steps"],
-                "rollout/preempted_workers": total["rollout/preempted"],
+                "rollout/steps_mean": totals["rollout/steps"] / world,
+                "rollout/steps_min": steps_min,
+                "rollout/preempted_workers": totals["rollout/preempted"],
                 "train/lr": lr,
                 **({"train/oracle_share": self.teacher.share(self.frames)} if self.teacher else {}),
                 "train/update": self.update,
@@ -393,7 +431,7 @@ class Trainer:
                     "episodes": self.episodes,
                     "elapsed_s": self.elapsed_s,
                 },
-                "window": list(self.window),
+                "window": self.window.state(),
                 "initialised_from": self.initialised_from,
                 "stages": self.stages,
                 "stage_start": list(self.stage_start),
@@ -419,12 +457,12 @@ class Trainer:
         counters = state["counters"]
         self.update, self.frames = counters["update"], counters["frames"]
         self.episodes, self.elapsed_s = counters["episodes"], counters["elapsed_s"]
-        if state.get("stages"):  # saved after imitation handed over to DD-PPO: continue with PPO
+        if state.get("stages"):  # saved in the second stage: continue with it
             self._start_finetuning()
             self.stages = state["stages"]
             self.stage_start = tuple(state["stage_start"])
         self.ppo.load_state_dict(state["ppo"])
-        self.window = deque(state["window"], maxlen=STATS_WINDOW)
+        self.window.load_state(state["window"])
         self.initialised_from = state.get("initialised_from")
         mine = state["workers"][self.workers.rank]
         self.sim.load_state_dict(mine["sim"])
@@ -434,8 +472,6 @@ class Trainer:
 
     def _initialise_from(self, source: str) -> None:
         """Load the weights of `source` (TrainConfig.init_from), which must have this run's architecture."""
-        from navzoo.zoo import load  # the zoo reads run folders, which this module writes
-
         model = load(source)
         if model.config != self.policy.config:
             mine, theirs = self.policy.config.to_dict(), model.config.to_dict()

@@ -90,8 +90,9 @@ def _run(args) -> int:
         task=args.task, setting=setting_id(args.setting), base=args.base, **_options(args)
     )
     run_dir = Path(args.run_dir or f"runs/finetune/{transfer.task}-{transfer.setting}")
-    config = transfer_train_config(load_base(transfer.base), transfer.task, frames, args.overrides)
-    return _train(transfer, config, run_dir, resume=False, overwrite=args.overwrite)
+    base = load_base(transfer.base)
+    config = transfer_train_config(base, transfer.task, frames, args.overrides)
+    return _train(transfer, config, run_dir, resume=False, overwrite=args.overwrite, base=base)
 
 
 def _options(args) -> dict:
@@ -134,7 +135,7 @@ def _resume(args) -> int:
     return _train(transfer, config, Path(args.run_dir), resume=True)
 
 
-def _train(transfer, config, run_dir: Path, resume: bool, overwrite: bool = False) -> int:
+def _train(transfer, config, run_dir: Path, resume: bool, overwrite: bool = False, base=None) -> int:
     from navzoo.transfer.finetune import finetune
 
     main_worker = os.environ.get("RANK", "0") == "0"
@@ -144,7 +145,7 @@ def _train(transfer, config, run_dir: Path, resume: bool, overwrite: bool = Fals
             f"{config.sim.num_envs} envs x {config.ppo.num_steps} steps per worker, "
             f"{config.total_frames:,} frames -> {run_dir}"
         )
-    result = finetune(transfer, config, run_dir, resume=resume, overwrite=overwrite)
+    result = finetune(transfer, config, run_dir, resume=resume, overwrite=overwrite, base=base)
     if main_worker:
         if result.stopped_by:
             print(f"stopped by {result.stopped_by} at {result.frames:,} frames; continue with --resume")

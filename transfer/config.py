@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from navzoo.config_base import Config
 from navzoo.errors import ConfigError
 from navzoo.models import PointNavPolicy
 from navzoo.train.config import TrainConfig, apply_override
@@ -27,7 +28,7 @@ TASKS = ("flee", "explore")
 
 
 @dataclass(frozen=True)
-class TransferConfig:
+class TransferConfig(Config):
     task: str
     setting: str
     base: str  # the PointGoal model: a zoo name, a model folder, a `navzoo train` run or hf-hub:org/name
@@ -53,11 +54,6 @@ class TransferConfig:
         skip = ("task", "setting", "base")
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
 
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["dummy_goal"] = list(self.dummy_goal)
-        return data
-
     def file_text(self) -> str:
         """The text of transfer.yaml."""
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
@@ -69,13 +65,10 @@ class TransferConfig:
             raise ConfigError(
                 "run_dir", str(run_dir), f"a `navzoo finetune` run folder holding {TRANSFER_FILE} to resume"
             )
-        data = yaml.safe_load(path.read_text())
-        known = {f.name for f in dataclasses.fields(cls)}
-        if not isinstance(data, dict) or not set(data) <= known:
-            raise ConfigError(
-                str(path), data, f"a mapping of TransferConfig fields: {', '.join(sorted(known))}"
-            )
-        return cls(**data)
+        try:
+            return cls.from_dict(yaml.safe_load(path.read_text()))
+        except ConfigError as err:  # a resume reads the file long after it was written: name it
+            raise ConfigError(f"{path}: {err.field}", err.value, err.allowed) from None
 
 
 def transfer_train_config(

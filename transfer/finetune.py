@@ -1,41 +1,44 @@
 """One transfer run: a setting built from a PointGoal model, trained for Flee or Explore by the DD-PPO
-trainer (one process, or many under torchrun), with its checkpoints, resume, logs and exported model."""
+trainer (one process, or many under torchrun), with its checkpoints, resume, logs and exported model.
+
+The base model is loaded once (load_base) and handed on: the setting's policy is built from it here and the
+trainer gets that module.
+"""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import torch
 
 from navzoo.errors import ConfigError
-from navzoo.models import ActorCritic
+from navzoo.models import ActorCritic, PointNavPolicy
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.config import TrainConfig
 from navzoo.train.distributed import restart_count
 from navzoo.train.trainer import CONFIG_FILE, PolicySpec, TrainResult, train
 from navzoo.transfer.config import TRANSFER_FILE, TransferConfig
 from navzoo.transfer.settings import build_setting, check_base
+from navzoo.zoo import load
 
 SOURCE = "navzoo finetune"
 
 
-def load_base(reference: str):
+def load_base(reference: str) -> PointNavPolicy:
     """The PointGoal model a transfer starts from: zoo name, model folder, run folder or hf-hub:org/name."""
-    from navzoo.zoo import load  # the zoo imports the hub; kept out of `import navzoo.transfer`
-
     return check_base(load(reference), reference)
 
 
-def policy_spec(transfer: TransferConfig) -> PolicySpec:
-    """How every worker builds the setting's policy (after the trainer's seed, so all start alike)."""
+def policy_spec(transfer: TransferConfig, base: PointNavPolicy, seed: int) -> PolicySpec:
+    """The setting's policy built from `base` after torch.manual_seed(seed), with what the trained model
+    records. Every worker builds it with the run's seed, as the trainer seeds a policy of its own, so all of
+    them (and a sweep's first point) start from the same parameters."""
+    torch.manual_seed(seed)
+    policy, found = build_setting(transfer.setting, base, task=transfer.task, **transfer.build_kwargs())
     record = provenance(transfer)
-
-    def build() -> ActorCritic:
-        policy, found = build_setting(transfer.setting, load_base(transfer.base), **transfer.build_kwargs())
-        record["transfer"].update(found)  # e.g. where the ImageNet weights came from
-        return policy
-
-    return PolicySpec(build, SOURCE, provenance=record, files={TRANSFER_FILE: transfer.file_text()})
+    record["transfer"].update(found)  # e.g. where the ImageNet weights came from
+    return PolicySpec(policy, SOURCE, provenance=record, files={TRANSFER_FILE: transfer.file_text()})
 
 
 def provenance(transfer: TransferConfig) -> dict:
@@ -53,15 +56,18 @@ def finetune(
     run_dir: str | Path,
     resume: bool = False,
     overwrite: bool = False,
+    base: PointNavPolicy | None = None,
 ) -> TrainResult:
     """Train the setting in `run_dir`: transfer.yaml and train_config.yaml, then the trainer's files.
-    `run_dir` must be new or empty unless `overwrite` (or `resume`) is set, as for `navzoo train`."""
+    `run_dir` must be new or empty unless `overwrite` (or `resume`) is set, as for `navzoo train`.
+    `base` is the model transfer.base names, where the caller has loaded it already."""
     run_dir = Path(run_dir)
     if config.sim.task != transfer.task:
         raise ConfigError("sim.task", config.sim.task, f"{transfer.task!r}, the task of the transfer")
     # torchrun restarts workers with the original command, so a restart resumes as `navzoo train` does.
     resume = resume or restart_count() > 0
-    return train(config, run_dir, resume=resume, spec=policy_spec(transfer), overwrite=overwrite)
+    spec = policy_spec(transfer, base if base is not None else load_base(transfer.base), config.seed)
+    return train(config, run_dir, resume=resume, spec=spec, overwrite=overwrite)
 
 
 def load_run(run_dir: str | Path) -> tuple[TransferConfig, TrainConfig]:
@@ -75,12 +81,12 @@ def load_run(run_dir: str | Path) -> tuple[TransferConfig, TrainConfig]:
     return transfer, load_config(run_dir / CONFIG_FILE)
 
 
-def checkpoint_policy(transfer: TransferConfig, path: Path) -> tuple[ActorCritic, int]:
-    """The policy saved in one training checkpoint of a transfer run (eval mode), and its frames."""
-    policy = policy_spec(transfer).build()
+def checkpoint_policy(start: ActorCritic, path: Path) -> tuple[ActorCritic, int]:
+    """The policy saved in one training checkpoint of a transfer run (eval mode), and its frames. `start` is
+    the run's policy as built for it (policy_spec): a copy of it gets the checkpoint's weights."""
+    policy = copy.deepcopy(start)
     state = ckpt.load_checkpoint(path)
     policy.load_state_dict(state["model"])
-    policy.task = transfer.task
     return policy.eval(), int(state["counters"]["frames"])
 
 

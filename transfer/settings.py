@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from navzoo.errors import ConfigError
 from navzoo.models import (
     ActorCritic,
+    ModelMetadata,
     NeuralControllerConfig,
     NeuralControllerPolicy,
     PointNavPolicy,
@@ -94,12 +95,15 @@ def build_setting(
     imagenet_weights: str | None = None,
     planner_hidden_size: int = 512,
     planner_layers: int = 2,
+    task: str | None = None,
 ) -> tuple[ActorCritic, dict]:
     """The policy a setting trains, and what to record in the trained model's provenance beyond the
-    arguments (where the ImageNet weights came from)."""
+    arguments (where the ImageNet weights came from). Its config records `task` as the task it is trained
+    for; without one, PointGoal's default."""
     # The base's own weights are copied where a setting reuses them; nothing is fetched from timm.
     config = base.config.replace(timm_pretrained=False)
-    goal_free = config.replace(sensors=config.visual_sensors)
+    trained_for = ModelMetadata() if task is None else ModelMetadata(task=task)
+    goal_free = config.replace(sensors=config.visual_sensors, metadata=trained_for)
     record: dict = {}
     if setting == "scratch":
         policy = PointNavPolicy(goal_free)
@@ -126,7 +130,10 @@ def build_setting(
         controller = PointNavPolicy(config)
         controller.load_state_dict(base.state_dict())
         planner = NeuralControllerConfig(
-            controller=config, hidden_size=planner_hidden_size, num_recurrent_layers=planner_layers
+            controller=config,
+            hidden_size=planner_hidden_size,
+            num_recurrent_layers=planner_layers,
+            metadata=trained_for,
         )
         policy = NeuralControllerPolicy(planner, controller)
     else:

@@ -4,7 +4,7 @@ evaluated on the val episodes at its start and at every checkpoint, drawn as per
 Writes OUT/<setting>/ (the run folders), OUT/sweep.json (the curves, parameter counts, wall times, and
 for a setting that could not run, the reason) and OUT/sweep-<task>.png. A sweep that stopped part way
 resumes where it was: finished runs are kept, an unfinished one continues from its last checkpoint, and
-a setting that could not run is tried again.
+a setting that could not run is tried again. The base model is loaded once, for all settings.
 """
 
 from __future__ import annotations
@@ -85,21 +85,21 @@ def _run_setting(transfer, base_policy, frames, run_dir, plan, overrides) -> dic
     every = max(1, math.ceil(updates / plan.points))
     config = dataclasses.replace(config, checkpoint_every=every, keep_checkpoints=plan.points + 1)
     try:
-        torch.manual_seed(config.seed)  # as the trainer does, so this is the policy training starts from
-        start = policy_spec(transfer).build()
+        # With the run's seed, as finetune builds it: the policy training starts from.
+        start = policy_spec(transfer, base_policy, config.seed).policy
     except ImageNetWeightsError as err:
         print(f"[{transfer.setting}] not run: {err}", flush=True)
         return {**entry, "status": "not run", "reason": str(err)}
     entry["trainable_parameters"] = trainable_parameters(start)
     entry["total_parameters"] = sum(p.numel() for p in start.parameters())
     started = time.perf_counter()
-    result = finetune(transfer, config, run_dir, resume=ckpt.latest_checkpoint(run_dir) is not None)
+    resume = ckpt.latest_checkpoint(run_dir) is not None
+    result = finetune(transfer, config, run_dir, resume=resume, base=base_policy)
     entry["train_wall_s"] = round(time.perf_counter() - started, 1)
     entry["frames"] = result.frames
-    start.task = transfer.task
     curve = [_point(start.eval(), 0, transfer.task, plan)]
     for path in ckpt.list_checkpoints(run_dir):
-        policy, trained = checkpoint_policy(transfer, path)
+        policy, trained = checkpoint_policy(start, path)
         curve.append(_point(policy, trained, transfer.task, plan))
         print(f"[{transfer.setting}] {trained:,} frames: {curve[-1]['metric']:.3f}", flush=True)
     return {**entry, "status": "done", "curve": curve}

@@ -5,6 +5,8 @@ from typing import Any
 
 from navzoo.models.configuration import GOAL_SENSOR, HABITAT_BACKBONES, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
+from navzoo.models.interface import NavigationPolicy, PolicyArchitecture
+from navzoo.models.metadata import ModelMetadata
 from navzoo.models.neural_controller import (
     ARCHITECTURE_TYPE as NEURAL_CONTROLLER,
 )
@@ -32,11 +34,11 @@ def config_from_dict(data: dict[str, Any]) -> ModelConfig:
     return PolicyConfig.from_dict(data)
 
 
-def build_policy(config: ModelConfig) -> ActorCritic:
-    """A freshly initialised policy of this architecture."""
+def build_policy(config: ModelConfig, *, fetch_timm_weights: bool = True) -> ActorCritic:
+    """A freshly initialised policy of this architecture (`fetch_timm_weights` as for PointNavPolicy)."""
     if isinstance(config, NeuralControllerConfig):
-        return NeuralControllerPolicy(config)
-    return PointNavPolicy(config)
+        return NeuralControllerPolicy(config, fetch_timm_weights=fetch_timm_weights)
+    return PointNavPolicy(config, fetch_timm_weights=fetch_timm_weights)
 
 
 __all__ = [
@@ -49,9 +51,12 @@ __all__ = [
     "ActorCritic",
     "EvaluateResult",
     "ModelConfig",
+    "ModelMetadata",
+    "NavigationPolicy",
     "NeuralControllerConfig",
     "NeuralControllerPolicy",
     "PointNavPolicy",
+    "PolicyArchitecture",
     "PolicyConfig",
     "PolicyOutput",
     "VisualEncoder",

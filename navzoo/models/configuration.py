@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from navzoo.config_base import Config
 from navzoo.errors import ConfigError
+from navzoo.models.metadata import ModelMetadata
 from navzoo.tasks import GOAL_SENSOR
 from navzoo.typed_config import check_field_types
 
@@ -50,7 +51,7 @@ def backbone_family(backbone: str | None) -> str:
 
 
 @dataclass(frozen=True)
-class PolicyConfig:
+class PolicyConfig(Config):
     """Everything that fixes the parameter shapes and the input contract of a policy.
 
     `backbone=None` is the blind agent (no visual sensor). Fields left as None get the default of the
@@ -75,6 +76,8 @@ class PolicyConfig:
     # A fixed (rho, phi) fed to the goal embedding in place of the GPS+Compass sensor: how a PointGoal
     # policy is fine-tuned for tasks without a goal (DD-PPO section 6, footnote 7).
     dummy_goal: tuple[float, float] | None = None
+    # Name, task and provenance: they change no parameter, so equal architectures compare equal without them.
+    metadata: ModelMetadata = field(default_factory=ModelMetadata, compare=False, repr=False)
 
     def __post_init__(self):
         check_field_types(self)
@@ -163,25 +166,16 @@ class PolicyConfig:
         if self.timm_pretrained and self.family != "timm":
             raise ConfigError("timm_pretrained", True, "False unless the backbone is 'timm:<name>'")
 
-    def to_dict(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data["sensors"] = list(self.sensors)
-        for name in ("resolution", "dummy_goal"):
-            data[name] = None if data[name] is None else list(data[name])
-        return data
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PolicyConfig:
+    def from_dict(cls, data: Any, block: str = "architecture") -> PolicyConfig:
+        # An architecture is read from config.json, so a wrong shape is named in JSON's words.
         if not isinstance(data, dict):
-            raise ConfigError("architecture", data, "a JSON object with PolicyConfig fields")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError("architecture", unknown, f"fields among {', '.join(sorted(known))}")
-        return cls(**data)
+            raise ConfigError(block, data, "a JSON object with PolicyConfig fields")
+        return super().from_dict(data, block)
 
-    def replace(self, **changes: Any) -> PolicyConfig:
-        return dataclasses.replace(self, **changes)
+    def to_dict(self) -> dict[str, Any]:
+        """The architecture block of config.json; the metadata are written beside it."""
+        return {k: v for k, v in super().to_dict().items() if k != "metadata"}
 
 
 def compression_channels(flat_size: int, spatial: tuple[int, int], multiple: int = 1) -> int:

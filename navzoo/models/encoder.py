@@ -22,18 +22,19 @@ from navzoo.models.simple_cnn import SimpleCNN
 from navzoo.models.timm_encoder import TimmBackbone
 
 
-def build_backbone(config: PolicyConfig) -> nn.Module:
+def build_backbone(config: PolicyConfig, fetch_timm_weights: bool = True) -> nn.Module:
     if config.family == "habitat":
         return GroupNormResNet(config.backbone, config.in_channels, config.base_planes)
     if config.family == "bps":
         return SEResNet9(config.in_channels, config.base_planes)
     if config.family == "simple":
         return SimpleCNN(config.in_channels)
-    return TimmBackbone(config.backbone[len(TIMM_PREFIX) :], config.visual_sensors, config.timm_pretrained)
+    pretrained = config.timm_pretrained and fetch_timm_weights
+    return TimmBackbone(config.backbone[len(TIMM_PREFIX) :], config.visual_sensors, pretrained)
 
 
 class VisualEncoder(nn.Module):
-    def __init__(self, config: PolicyConfig):
+    def __init__(self, config: PolicyConfig, fetch_timm_weights: bool = True):
         super().__init__()
         self.frozen = False
         self.visual_sensors = config.visual_sensors
@@ -41,7 +42,7 @@ class VisualEncoder(nn.Module):
         self.running_mean_and_var = (
             RunningMeanAndVar(config.in_channels) if config.normalize_visual_inputs else nn.Identity()
         )
-        self.backbone = build_backbone(config)
+        self.backbone = build_backbone(config, fetch_timm_weights)
         spatial = self.backbone.output_size(config.encoder_resolution)
         if config.family == "simple":
             # habitat's SimpleCNN feeds its last convolution straight to the Linear layer (visual_fc).

@@ -13,18 +13,19 @@ The recurrent state of one environment packs the planner's state and the control
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from navzoo.config_base import Config
 from navzoo.errors import ConfigError
 from navzoo.models.configuration import MAX_SIZES, RNN_TYPES, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
+from navzoo.models.metadata import ModelMetadata
 from navzoo.models.policy import (
     VISUAL_FEATURES_KEY,
     ActorCritic,
@@ -40,13 +41,15 @@ MAGNITUDE_OFFSET = 0.75  # appendix G: ELU(m) + 0.75, so the goal is never much 
 
 
 @dataclass(frozen=True)
-class NeuralControllerConfig:
+class NeuralControllerConfig(Config):
     """The controller's PolicyConfig and the planner's recurrent core (appendix G: 2-layer LSTM, 512)."""
 
     controller: PolicyConfig
     hidden_size: int = 512
     num_recurrent_layers: int = 2
     rnn_type: str = "LSTM"
+    # As PolicyConfig's: name, task and provenance, left out of comparisons.
+    metadata: ModelMetadata = field(default_factory=ModelMetadata, compare=False, repr=False)
 
     def __post_init__(self):
         if isinstance(self.controller, dict):
@@ -71,8 +74,8 @@ class NeuralControllerConfig:
         if self.rnn_type not in RNN_TYPES:
             raise ConfigError("planner rnn_type", self.rnn_type, RNN_TYPES)
 
-    # What evaluation and the simulator need to know, as for a PolicyConfig: the planner+controller
-    # system reads the controller's cameras and nothing else.
+    # The members of navzoo.models.interface.PolicyArchitecture that are not fields here: the
+    # planner+controller system reads the controller's cameras and nothing else.
     @property
     def sensors(self) -> tuple[str, ...]:
         return self.controller.visual_sensors
@@ -101,39 +104,39 @@ class NeuralControllerConfig:
     def num_actions(self) -> int:
         return self.controller.num_actions
 
+    # config.json's architecture block tells this config from a PolicyConfig by its type key.
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": ARCHITECTURE_TYPE,
-            "controller": self.controller.to_dict(),
-            "hidden_size": self.hidden_size,
-            "num_recurrent_layers": self.num_recurrent_layers,
-            "rnn_type": self.rnn_type,
-        }
+        architecture = {k: v for k, v in super().to_dict().items() if k != "metadata"}  # see PolicyConfig
+        return {"type": ARCHITECTURE_TYPE, **architecture}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> NeuralControllerConfig:
-        data = {k: v for k, v in data.items() if k != "type"}
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown or "controller" not in data:
-            raise ConfigError("architecture", sorted(data), f"fields among {', '.join(sorted(known))}")
-        return cls(**data)
-
-    def replace(self, **changes: Any) -> NeuralControllerConfig:
-        return dataclasses.replace(self, **changes)
+    def from_dict(cls, data: Any, block: str = "architecture") -> NeuralControllerConfig:
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k != "type"}
+        return super().from_dict(data, block)
 
 
 class NeuralControllerPolicy(ActorCritic):
     """Planner + frozen PointGoal controller, trained as one actor-critic with PPO."""
 
-    def __init__(self, config: NeuralControllerConfig, controller: PointNavPolicy | None = None):
+    def __init__(
+        self,
+        config: NeuralControllerConfig,
+        controller: PointNavPolicy | None = None,
+        *,
+        fetch_timm_weights: bool = True,
+    ):
+        """`controller` is the PointGoal policy to steer (a new one of config.controller if None);
+        `fetch_timm_weights` as for PointNavPolicy."""
         super().__init__()
         self.config = config
         if controller is not None and controller.config != config.controller:
             raise ConfigError(
                 "controller", controller.config.backbone, "the policy config.controller describes"
             )
-        self.controller = controller if controller is not None else PointNavPolicy(config.controller)
+        if controller is None:
+            controller = PointNavPolicy(config.controller, fetch_timm_weights=fetch_timm_weights)
+        self.controller = controller
         # Frozen by its parameters only: it stays in train mode with the planner, since cuDNN runs an RNN
         # backward (the planner's gradient passes through the controller's) only in train mode. Nothing
         # in it behaves differently in train mode except the encoder, which freeze() keeps in eval mode.

@@ -14,7 +14,8 @@ started (the state is reset and the previous action becomes the start token). Se
 leading time axis: [T, N, ...].
 
 `ActorCritic` holds what every navzoo policy shares on top of its forward(): acting, evaluating actions
-for PPO, the initial state and input checks; navzoo.models.neural_controller builds on it too.
+for PPO, the initial state and input checks; navzoo.models.neural_controller builds on it too. Both
+implement navzoo.models.interface.NavigationPolicy.
 """
 
 from __future__ import annotations
@@ -91,12 +92,12 @@ class CriticHead(nn.Module):
 
 
 class PointNavNet(nn.Module):
-    def __init__(self, config: PolicyConfig):
+    def __init__(self, config: PolicyConfig, fetch_timm_weights: bool = True):
         super().__init__()
         rnn_input = 32
         self.visual_encoder = self.visual_fc = self.tgt_embeding = None
         if not config.is_blind:
-            self.visual_encoder = VisualEncoder(config)
+            self.visual_encoder = VisualEncoder(config, fetch_timm_weights)
             self.visual_fc = nn.Sequential(
                 nn.Flatten(), nn.Linear(self.visual_encoder.output_size, config.hidden_size), nn.ReLU(True)
             )
@@ -149,15 +150,23 @@ class PointNavNet(nn.Module):
 class ActorCritic(nn.Module):
     """Acting and PPO evaluation on top of a subclass's forward(); see the module docstring for shapes.
 
-    Subclasses set `config`, `hidden_state_shape` and `visual_encoder`, and implement forward().
+    Subclasses set `config` (whose metadata say what the model is), `hidden_state_shape` and
+    `visual_encoder`, and implement forward().
     """
 
-    def __init__(self):
-        super().__init__()
-        # Set by navzoo.load / create_model for named or pretrained models.
-        self.name: str | None = None
-        self.provenance: dict | None = None
-        self.task = "pointnav"  # the task it was trained for ("pointnav", "flee" or "explore")
+    # What the model is, read from its config (navzoo.models.metadata).
+    @property
+    def name(self) -> str | None:
+        return self.config.metadata.name
+
+    @property
+    def task(self) -> str:
+        """The task it was trained for ("pointnav", "flee" or "explore")."""
+        return self.config.metadata.task
+
+    @property
+    def provenance(self) -> dict | None:
+        return self.config.metadata.provenance
 
     @property
     def hidden_state_shape(self) -> tuple[int, int]:
@@ -246,10 +255,12 @@ class ActorCritic(nn.Module):
 class PointNavPolicy(ActorCritic):
     """Actor-critic for PointGoal navigation; see the module docstring for shapes."""
 
-    def __init__(self, config: PolicyConfig):
+    def __init__(self, config: PolicyConfig, *, fetch_timm_weights: bool = True):
+        """`fetch_timm_weights=False` builds a timm encoder without fetching the ImageNet weights that
+        config.timm_pretrained asks for: for weights about to be loaded from a file."""
         super().__init__()
         self.config = config
-        self.net = PointNavNet(config)
+        self.net = PointNavNet(config, fetch_timm_weights)
         self.action_distribution = CategoricalNet(config.hidden_size, config.num_actions)
         self.critic = CriticHead(config.hidden_size)
 

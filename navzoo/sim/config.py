@@ -1,9 +1,10 @@
 """Configuration of the embedded batch simulator, with habitat / DD-PPO defaults."""
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 
 import torch
 
+from navzoo.config_base import Config
 from navzoo.errors import ConfigError
 from navzoo.tasks import TASKS as _TASK_OBJECTS
 from navzoo.typed_config import check_field_types
@@ -24,7 +25,7 @@ ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
 
 
 @dataclass(frozen=True)
-class SimConfig:
+class SimConfig(Config):
     """Everything that defines a batch of simulated environments.
 
     Sizes are in metres and degrees. `resolution` is (height, width) of every camera.
@@ -109,21 +110,6 @@ class SimConfig:
         _one_of("renderer", self.renderer, RENDERERS)
         if self.renderer == "numba" and torch.device(self.device).type != "cpu":
             raise ConfigError("renderer", self.renderer, "'auto' or 'torch' on CUDA (numba is CPU-only)")
-
-    def replace(self, **changes) -> "SimConfig":
-        return replace(self, **changes)
-
-    @classmethod
-    def from_dict(cls, values: dict) -> "SimConfig":
-        if not isinstance(values, dict):
-            raise ConfigError("sim", values, "a mapping of SimConfig fields")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(
-                unknown[0], values[unknown[0]], "fields of SimConfig: " + ", ".join(sorted(known))
-            )
-        return cls(**values)
 
 
 def _one_of(name: str, value: object, allowed: tuple) -> None:

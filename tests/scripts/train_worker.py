@@ -3,13 +3,12 @@
     python -m torch.distributed.run --standalone --nproc-per-node 2 tests/scripts/train_worker.py \
         pointnav-blind key=value ... --run-dir DIR [--dump-params] [--slow-rank R --slow-step-s S]
 
-It does what `navzoo.train.trainer.train()` does (init_workers, Trainer(...).run(...), close_workers), and
-additionally:
+It calls `navzoo.train.trainer.train()` with trainer callbacks that add:
 
 --dump-params   writes DIR/rank{R}.pt with this worker's policy parameters before and after training
                 ({"initial": state_dict, "final": state_dict, "updates": int, "frames": int}).
---slow-rank R   on worker R only, every BatchSim.step first sleeps --slow-step-s seconds: scaffolding that
-                makes one worker a straggler; the simulator and the trainer run unchanged.
+--slow-rank R   on worker R only, every step of its simulator first sleeps --slow-step-s seconds: scaffolding
+                that makes one worker a straggler; the simulator and the trainer run unchanged.
 --restart-delay-rank R
                 after a torchrun restart, worker R waits --restart-delay-s seconds before joining the process
                 group, as a worker that is slow to start up would (import, disk, a busy node).
@@ -24,20 +23,38 @@ from pathlib import Path
 
 import torch
 
-from navzoo.sim.batch_sim import BatchSim
+from navzoo.train.callbacks import TrainerCallback
 from navzoo.train.config import load_config
-from navzoo.train.distributed import close_workers, init_workers, restart_count
-from navzoo.train.trainer import Trainer
+from navzoo.train.distributed import restart_count
+from navzoo.train.trainer import Trainer, TrainResult, train
 
 
-def _slow_down_sim(seconds: float) -> None:
-    original = BatchSim.step
+class DumpParams(TrainerCallback):
+    def __init__(self, path: Path):
+        self.path = path
+        self.initial: dict[str, torch.Tensor] = {}
 
-    def slow_step(self, actions):
-        time.sleep(seconds)
-        return original(self, actions)
+    def on_train_start(self, trainer: Trainer) -> None:
+        self.initial = {k: v.detach().cpu().clone() for k, v in trainer.policy.state_dict().items()}
 
-    BatchSim.step = slow_step
+    def on_train_end(self, trainer: Trainer, result: TrainResult) -> None:
+        final = {k: v.detach().cpu().clone() for k, v in trainer.policy.state_dict().items()}
+        dump = {"initial": self.initial, "final": final, "updates": result.updates, "frames": result.frames}
+        torch.save(dump, self.path)
+
+
+class SlowSimulator(TrainerCallback):
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def on_train_start(self, trainer: Trainer) -> None:
+        step = trainer.sim.step
+
+        def slow_step(actions):
+            time.sleep(self.seconds)
+            return step(actions)
+
+        trainer.sim.step = slow_step
 
 
 def main() -> int:
@@ -54,23 +71,16 @@ def main() -> int:
     args = parser.parse_args()
 
     rank = int(os.environ.get("RANK", "0"))
-    if args.slow_rank == rank:
-        _slow_down_sim(args.slow_step_s)
     config = load_config(args.config, args.overrides)
     run_dir = Path(args.run_dir)
+    callbacks: list[TrainerCallback] = []
+    if args.dump_params:
+        callbacks.append(DumpParams(run_dir / f"rank{rank}.pt"))
+    if args.slow_rank == rank:
+        callbacks.append(SlowSimulator(args.slow_step_s))
     if args.restart_delay_rank == rank and restart_count() > 0:
         time.sleep(args.restart_delay_s)
-    workers = init_workers(config.distributed, config.device)
-    try:
-        trainer = Trainer(config, run_dir, workers)
-        initial = {k: v.detach().clone() for k, v in trainer.policy.state_dict().items()}
-        result = trainer.run(args.resume or restart_count() > 0)
-        if args.dump_params:
-            final = {k: v.detach().cpu().clone() for k, v in trainer.policy.state_dict().items()}
-            dump = {"initial": initial, "final": final, "updates": result.updates, "frames": result.frames}
-            torch.save(dump, run_dir / f"rank{rank}.pt")
-    finally:
-        close_workers()
+    result = train(config, run_dir, resume=args.resume, callbacks=callbacks)
     if rank == 0:
         print(f"done: {result.updates} updates, {result.frames} frames, stopped_by={result.stopped_by}")
     return 0

@@ -20,9 +20,9 @@ from huggingface_hub.errors import (
     RevisionNotFoundError,
 )
 
-from navzoo import __version__
 from navzoo.errors import UnknownModelError, WeightsFormatError, WeightsNotAvailableError
-from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME
+from navzoo.version import __version__
 
 
 def hub_folder(

@@ -1,5 +1,6 @@
-"""navzoo's weight format: a folder with config.json (architecture, sensors, actions, provenance) and
-model.safetensors (parameters and buffers under habitat-baselines' PointNavResNetPolicy names)."""
+"""navzoo's weight format: a folder with config.json (name, task and provenance beside the architecture:
+sensors, sizes, actions) and model.safetensors (parameters and buffers under habitat-baselines'
+PointNavResNetPolicy names)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,8 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
 from navzoo.errors import ConfigError, WeightsFormatError
-from navzoo.models import (
-    ActorCritic,
-    ModelConfig,
-    NeuralControllerConfig,
-    build_policy,
-    config_from_dict,
-)
+from navzoo.models import ActorCritic, ModelConfig, build_policy, config_from_dict
+from navzoo.models.metadata import METADATA_KEYS, ModelMetadata
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -44,6 +40,7 @@ def save_pretrained(
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {k: _stored(v, dtype) for k, v in policy.state_dict().items()}
     save_file(tensors, folder / WEIGHTS_NAME, metadata={"format": "pt", "navzoo_format": FORMAT})
+    # The metadata sit beside the architecture, where every navzoo version has read them.
     config = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -54,12 +51,6 @@ def save_pretrained(
     }
     (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n")
     return folder
-
-
-def _without_download(config: ModelConfig) -> ModelConfig:
-    if isinstance(config, NeuralControllerConfig):
-        return config.replace(controller=config.controller.replace(timm_pretrained=False))
-    return config.replace(timm_pretrained=False)
 
 
 def _stored(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:
@@ -76,7 +67,11 @@ def _fits(tensor: torch.Tensor, dtype: torch.dtype) -> bool:
 
 
 def read_config(folder: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
-    """The architecture of a weight folder and the whole parsed config.json."""
+    """The config of a weight folder, its metadata included, and the whole parsed config.json.
+
+    Files written before models had a task hold no `task`: they are PointGoal models (ModelMetadata's
+    default), as is one whose `name`, `task` or `provenance` is null.
+    """
     path = Path(folder) / CONFIG_NAME
     hint = "a navzoo model folder holds config.json and model.safetensors (write one with `navzoo convert`)"
     if not path.is_file():
@@ -108,7 +103,8 @@ def read_config(folder: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
     if not isinstance(data.get("provenance"), dict | None):
         raise WeightsFormatError(f"{path}: provenance must be a JSON object or null")
     try:
-        return config_from_dict(data["architecture"]), data
+        metadata = ModelMetadata.from_dict({k: data[k] for k in METADATA_KEYS if data.get(k) is not None})
+        return config_from_dict(data["architecture"]).replace(metadata=metadata), data
     except ConfigError as err:
         raise WeightsFormatError(f"{path}: {err}") from None
 
@@ -175,25 +171,26 @@ def check_shapes(policy: ActorCritic, shapes: dict[str, tuple[int, ...]], source
         )
 
 
-def load_pretrained(folder: str | Path, *, device: str | torch.device = "cpu") -> ActorCritic:
+def load_pretrained(
+    folder: str | Path, *, device: str | torch.device = "cpu", fallback: ModelMetadata | None = None
+) -> ActorCritic:
     """Build the policy described by `folder`/config.json and load `folder`/model.safetensors strictly.
 
+    `fallback` gives the name and provenance where the file has none (a zoo entry's, for its weights).
     The architecture is first built on the meta device (shapes, no memory) and compared with the shapes in
     the safetensors header, so a config that disagrees with its weights is refused before anything is
     allocated.
     """
     folder = Path(folder)
-    config, meta = read_config(folder)
+    config, _ = read_config(folder)
+    if fallback is not None:
+        config = config.replace(metadata=config.metadata.or_else(fallback))
     weights = folder / WEIGHTS_NAME
     # Weights come from the file, so there is no point fetching timm's ImageNet weights first.
-    buildable = _without_download(config)
     with torch.device("meta"):
-        check_shapes(build_policy(buildable), read_header(weights), str(weights))
-    policy = build_policy(buildable)
-    policy.config = config
+        check_shapes(build_policy(config, fetch_timm_weights=False), read_header(weights), str(weights))
+    policy = build_policy(config, fetch_timm_weights=False)
     tensors = read_weights(weights)
     check_state_dict(policy, tensors, str(weights))
     policy.load_state_dict(tensors, strict=True)
-    policy.name, policy.provenance = meta.get("name"), meta.get("provenance")
-    policy.task = meta.get("task", "pointnav")  # configs written before transfer existed are PointGoal
     return policy.to(device).eval()

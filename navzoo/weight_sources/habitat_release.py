@@ -5,9 +5,9 @@ The environment variable NAVZOO_DDPPO_BASE_URL replaces it with a mirror holding
 http(s) URL, a file:// URL or a local folder. On first use of an entry navzoo
 
 1. downloads its .pth with a progress bar, continuing an interrupted download with an HTTP Range request
-   (the partial file survives a crash too, as `<file>.part`);
-2. reads it weights-only and converts it with navzoo.hub.convert, which checks every tensor against the
-   entry's architecture; a file that fails is deleted, so the next call downloads it again;
+   (the partial file survives a crash too, as `<file>.part`; navzoo.weight_sources.http_download);
+2. reads it weights-only and converts it with navzoo.habitat_checkpoint, which checks every tensor against
+   the entry's architecture; a file that fails is deleted, so the next call downloads it again;
 3. writes config.json + model.safetensors to a temporary folder and renames it into the cache,
    HF_HOME/navzoo/ddppo-models/<habitat file name without .pth>/.
 
@@ -21,10 +21,8 @@ import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-import httpx
 from filelock import FileLock
 from huggingface_hub import constants
-from huggingface_hub.utils import tqdm
 
 from navzoo.errors import (
     NavzooError,
@@ -32,15 +30,12 @@ from navzoo.errors import (
     WeightsFormatError,
     WeightsNotAvailableError,
 )
-from navzoo.hub.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
-from navzoo.zoo import DDPPO_RELEASE_URL, ModelEntry
+from navzoo.habitat_checkpoint import habitat_to_policy
+from navzoo.model_registry import DDPPO_RELEASE_URL, ModelEntry
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
 
 BASE_URL_ENV = "NAVZOO_DDPPO_BASE_URL"
 RELEASE_FOLDER = "ddppo-models"
-# A stalled or unreachable server fails within seconds; a connection that breaks after sending data is
-# resumed where it stopped, a few times, before giving up.
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
-RESUMES = 3
 
 
 def base_url() -> str:
@@ -101,9 +96,16 @@ def _fetch_and_convert(entry: ModelEntry, url: str, releases: Path) -> Path:
         if not local.is_file():
             raise _failure(WeightsNotAvailableError, entry, url, f"{local} does not exist")
         return _convert(entry, url, local, releases, downloaded=False)
-    download = releases / entry.release_file
-    _download(entry, url, download)
-    return _convert(entry, url, download, releases, downloaded=True)
+    # httpx, with the command-line libraries it loads, is imported only when a file is downloaded: at module
+    # level it would add about 0.1 s to every `import navzoo`.
+    from navzoo.weight_sources.http_download import DownloadError, download
+
+    dest = releases / entry.release_file
+    try:
+        download(url, dest)
+    except DownloadError as err:
+        raise _failure(WeightsNotAvailableError, entry, url, str(err)) from None
+    return _convert(entry, url, dest, releases, downloaded=True)
 
 
 def _local_path(url: str) -> Path | None:
@@ -116,8 +118,6 @@ def _local_path(url: str) -> Path | None:
 
 def _convert(entry: ModelEntry, url: str, path: Path, releases: Path, downloaded: bool) -> Path:
     """Convert `path` into the cache atomically; a downloaded file is deleted whether or not it converts."""
-    from navzoo.hub.convert import habitat_to_policy  # the converter imports the zoo, which imports this
-
     try:
         policy = habitat_to_policy(path, model=entry.name)
     except (WeightsFormatError, UnsafeCheckpointError) as err:
@@ -132,86 +132,6 @@ def _convert(entry: ModelEntry, url: str, path: Path, releases: Path, downloaded
     save_pretrained(policy, staging)
     os.replace(staging, final)
     return final
-
-
-def _download(entry: ModelEntry, url: str, dest: Path) -> None:
-    """Fetch `url` to `dest` through `dest`.part, continuing from what the .part file already holds."""
-    part = dest.with_name(dest.name + ".part")
-    resumes = 0
-    while True:
-        before = _size(part)
-        try:
-            _fetch(url, part, entry.release_file)
-            break
-        except httpx.HTTPStatusError as err:
-            status = err.response.status_code
-            reason = f"the server answered HTTP {status} {err.response.reason_phrase}"
-            if status == 404:
-                reason += f": there is no {entry.release_file} at that address"
-            raise _failure(WeightsNotAvailableError, entry, url, reason) from None
-        except httpx.HTTPError as err:
-            if _size(part) > before and resumes < RESUMES:
-                resumes += 1  # the connection broke after sending data: ask for the rest
-                continue
-            kept = (
-                f"; the {_size(part):,} bytes received are kept and the next try resumes"
-                if _size(part)
-                else ""
-            )
-            raise _failure(
-                WeightsNotAvailableError, entry, url, f"the download failed ({_describe(err)}){kept}"
-            ) from None
-    os.replace(part, dest)
-
-
-def _fetch(url: str, part: Path, filename: str) -> None:
-    """One request: the bytes after those `part` holds (or all of them if the server ignores Range)."""
-    have = _size(part)
-    # Identity encoding: Range offsets count the bytes of the file itself, which is what iter_raw yields.
-    headers = {"Accept-Encoding": "identity"} | ({"Range": f"bytes={have}-"} if have else {})
-    with httpx.stream("GET", url, headers=headers, timeout=TIMEOUT, follow_redirects=True) as response:
-        if response.status_code == 416 and have:  # the partial file does not fit the server's: start again
-            part.unlink()
-            return _fetch(url, part, filename)
-        response.raise_for_status()
-        resumed = response.status_code == 206
-        total = _total_size(response, have if resumed else 0)
-        with (
-            part.open("ab" if resumed else "wb") as file,
-            tqdm(
-                total=total,
-                initial=have if resumed else 0,
-                unit="B",
-                unit_scale=True,
-                unit_divisor=1024,
-                desc=filename,
-            ) as bar,
-        ):
-            for chunk in response.iter_raw():  # written as it arrives: a broken connection loses nothing
-                file.write(chunk)
-                bar.update(len(chunk))
-    if total is not None and _size(part) != total:
-        raise httpx.RemoteProtocolError(f"received {_size(part):,} of {total:,} bytes")
-
-
-def _total_size(response: httpx.Response, offset: int) -> int | None:
-    """The whole file's size: from Content-Range for a resumed download, else from Content-Length."""
-    content_range = response.headers.get("Content-Range", "")
-    if content_range.rpartition("/")[2].isdigit():
-        return int(content_range.rpartition("/")[2])
-    length = response.headers.get("Content-Length", "")
-    return offset + int(length) if length.isdigit() else None
-
-
-def _size(path: Path) -> int:
-    return path.stat().st_size if path.exists() else 0
-
-
-def _describe(err: httpx.HTTPError) -> str:
-    text = str(err) or type(err).__name__
-    if "CERTIFICATE_VERIFY_FAILED" in text:
-        text += "; point SSL_CERT_FILE at your certificate bundle"
-    return text
 
 
 def _failure(kind: type[NavzooError], entry: ModelEntry, url: str, reason: str) -> NavzooError:
