@@ -2,8 +2,9 @@
 
     python benchmarks/learning_curves.py runs/depth-rl runs/depth-il runs/depth-il-rl --episodes 96
 
-Every checkpoint of every run (train with `keep_checkpoints` high enough to keep them) is evaluated on the
-first --episodes val episodes with actions sampled from the policy, as habitat-baselines evaluates. A run
+Every checkpoint of every run (train with `keep_checkpoints` high enough to keep them; --stride N takes every
+N-th and the last) is evaluated on the first --episodes val episodes with actions sampled from the policy,
+as habitat-baselines evaluates. A run
 started with `init_from` continues the curve of the run it started from: its frames and wall time count
 from where that one stopped. Results are cached in --out/learning_curves.json, so a second call only
 evaluates new checkpoints; the figure, learning_curves.png, has SPL against frames and against hours.
@@ -33,6 +34,9 @@ def main() -> None:
     parser.add_argument("--labels", nargs="*", help="a legend label per run (default: folder names)")
     parser.add_argument("--episodes", type=int, default=96, help="val episodes per checkpoint (default 96)")
     parser.add_argument("--num-envs", type=int, default=32)
+    parser.add_argument(
+        "--stride", type=int, default=1, help="evaluate every STRIDE-th checkpoint of a run, and its last"
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -42,7 +46,8 @@ def main() -> None:
     curves = {}
     for run, label in zip(args.runs, labels, strict=True):
         points = cache.setdefault(str(run), {})
-        for path in list_checkpoints(run):
+        checkpoints = list_checkpoints(run)
+        for path in [*checkpoints[args.stride - 1 :: args.stride], *checkpoints[-1:]]:
             if path.name not in points or points[path.name]["episodes"] != args.episodes:
                 points[path.name] = evaluate_checkpoint(path, args.episodes, args.num_envs)
                 cache_path.write_text(json.dumps(cache, indent=1))

@@ -2,6 +2,7 @@
 
     python benchmarks/zoo_eval.py                        # 300 episodes of val and of test
     python benchmarks/zoo_eval.py --episodes 96 --runs runs/depth runs/rgb runs/blind
+    python benchmarks/zoo_eval.py --only navzoo-pointnav-depth   # re-evaluate one agent, keep the others
 
 Evaluates the baselines (random, forward-only, goal-follower, oracle) and every packaged `navzoo-pointnav-*`
 agent on the same fixed episodes of the val and test splits, actions sampled from the policy as
@@ -39,6 +40,12 @@ def main() -> None:
     parser.add_argument("--runs", nargs="*", default=[], help="training run folders for the learning curves")
     parser.add_argument("--out", default="benchmarks/results/zoo", help="output folder")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=None,
+        help="evaluate these agents and take the others from --out's zoo_eval.json",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -49,8 +56,12 @@ def main() -> None:
         name: navzoo.load(name, local_files_only=True) for name in navzoo.list_models("navzoo-pointnav-*")
     }
     results: dict[str, dict[str, dict]] = {split: {} for split in SPLITS}
+    if args.only is not None:
+        results = _earlier_results(out / "zoo_eval.json", args.episodes)
     for split in SPLITS:
         for name, policy in agents.items():
+            if args.only is not None and name not in args.only:
+                continue
             results[split][name] = _evaluate(name, policy, split, args)
             s = results[split][name]
             print(
@@ -62,6 +73,13 @@ def main() -> None:
         plot_learning_curves([Path(r) for r in args.runs], out / "learning_curves.png")
     print()
     print(table2(results, {name: _sensors(name, policy) for name, policy in agents.items()}))
+
+
+def _earlier_results(path: Path, episodes: int) -> dict[str, dict[str, dict]]:
+    earlier = json.loads(path.read_text()) if path.exists() else {}
+    if earlier.get("episodes") != episodes:
+        raise SystemExit(f"--only needs {path} from a run with --episodes {episodes}")
+    return earlier["results"]
 
 
 def _evaluate(name: str, policy, split: str, args) -> dict:

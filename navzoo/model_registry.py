@@ -290,18 +290,23 @@ def _shipped(name: str, description: str) -> None:
     folder = PACKAGED_WEIGHTS / name
     config, _ = read_config(folder)
     record = config.metadata.provenance or {}
+    # A run started from another's weights (init_from) counts that run's frames too.
+    frames = record.get("frames", 0) + (record.get("initialised_from") or {}).get("frames", 0)
     provenance = Provenance(
         paper=DDPPO_PAPER,
         paper_url=DDPPO_URL,
         training_data="navzoo's embedded simulator, train split (all scene families)",
-        notes=f"`navzoo train {name}` for {record.get('frames', 0):,} frames; evaluation in the README",
+        notes=f"`navzoo train {name}` for {frames:,} frames; evaluation in the README",
     )
     # The entry holds the architecture alone, as every other entry does; loading reads the file's metadata.
     architecture = config.replace(metadata=ModelMetadata())
     register_model(ModelEntry(name, architecture, description, provenance, ("navzoo", "shipped"), folder))
 
 
-_shipped("navzoo-pointnav-depth", "navzoo's depth agent: SE-ResNet9 (half width) on 64x64 depth + GRU256")
+_shipped(
+    "navzoo-pointnav-depth",
+    "navzoo's depth agent: habitat's SimpleCNN on 64x64 depth + GRU512, imitating the shortest-path oracle",
+)
 _shipped("navzoo-pointnav-rgb", "navzoo's RGB agent: SE-ResNet9 (half width) on 64x64 RGB + GRU256")
 _shipped("navzoo-pointnav-blind", "navzoo's blind agent: GPS+Compass and the previous action, GRU256")
 
