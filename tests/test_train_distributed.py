@@ -24,6 +24,8 @@ from safetensors.torch import load_file
 import navzoo
 from navzoo.models.weights import save_pretrained
 from navzoo.train import checkpoint as ckpt
+from navzoo.train.config import load_config
+from navzoo.train.trainer import train
 
 SCRIPTS = Path(__file__).parent / "scripts"
 TRAIN_WORKER = SCRIPTS / "train_worker.py"
@@ -393,6 +395,21 @@ def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
         ("dagger", 4 * FRAMES_PER_UPDATE),
         (second, 2 * FRAMES_PER_UPDATE),
     ]
+
+
+def test_a_checkpoint_written_before_the_shared_config_base_resumes(tmp_path):
+    """Checkpoints written before finetune.algorithm existed, and with ppo.aux_tasks pickled as a tuple,
+    as navzoo wrote them then, resume."""
+    run_dir = tmp_path / "run"
+    config = load_config(PRESET, [*TINY, *ADAM, f"total_frames={2 * FRAMES_PER_UPDATE}"])
+    train(config, run_dir)
+    path = ckpt.latest_checkpoint(run_dir)
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    del state["config"]["finetune"]["algorithm"]
+    state["config"]["ppo"]["aux_tasks"] = ()
+    torch.save(state, path)
+    result = train(config.replace(total_frames=3 * FRAMES_PER_UPDATE), run_dir, resume=True)
+    assert result.frames == 3 * FRAMES_PER_UPDATE
 
 
 @pytest.mark.slow
