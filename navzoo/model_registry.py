@@ -307,7 +307,10 @@ _shipped(
     "navzoo-pointnav-depth",
     "navzoo's depth agent: habitat's SimpleCNN on 64x64 depth + GRU512, imitating the shortest-path oracle",
 )
-_shipped("navzoo-pointnav-rgb", "navzoo's RGB agent: SE-ResNet9 (half width) on 64x64 RGB + GRU256")
+_shipped(
+    "navzoo-pointnav-rgb",
+    "navzoo's RGB agent: habitat's SimpleCNN on 64x64 RGB + GRU512, imitation (stage 1)",
+)
 _shipped("navzoo-pointnav-blind", "navzoo's blind agent: GPS+Compass and the previous action, GRU256")
 
 

@@ -38,14 +38,17 @@ def test_preset_loads_and_its_policy_follows_the_sim(name):
     else:
         assert policy.resolution == tuple(config.sim.resolution)
         assert policy.visual_sensors == tuple(s for s in ("depth", "rgb") if s in config.sim.sensors)
-        # habitat's running mean/var normalisation is on exactly for RGB inputs
-        assert policy.normalize_visual_inputs == ("rgb" in config.sim.sensors)
+        # habitat's PointNavResNetPolicy normalises exactly RGB inputs by running mean/var; its SimpleCNN
+        # policy never does (it only rescales RGB by 1/255)
+        resnet = policy.backbone != "simple_cnn"
+        assert policy.normalize_visual_inputs == (resnet and "rgb" in config.sim.sensors)
 
 
-def test_rgb_presets_normalize_visual_inputs():
+def test_rgb_presets_on_resnets_normalize_visual_inputs():
     rgb = [name for name in PRESETS if "rgb" in name]
-    assert rgb
-    for name in rgb:
+    resnet_rgb = [name for name in rgb if load_config(name).policy_config().backbone != "simple_cnn"]
+    assert resnet_rgb
+    for name in resnet_rgb:
         assert load_config(name).policy_config().normalize_visual_inputs is True
 
 
