@@ -47,7 +47,7 @@ def main() -> None:
     for run, label in zip(args.runs, labels, strict=True):
         points = cache.setdefault(str(run), {})
         checkpoints = list_checkpoints(run)
-        for path in [*checkpoints[args.stride - 1 :: args.stride], *checkpoints[-1:]]:
+        for path in dict.fromkeys([*checkpoints[args.stride - 1 :: args.stride], *checkpoints[-1:]]):
             if path.name not in points or points[path.name]["episodes"] != args.episodes:
                 points[path.name] = evaluate_checkpoint(path, args.episodes, args.num_envs)
                 cache_path.write_text(json.dumps(cache, indent=1))

@@ -22,8 +22,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from huggingface_hub import try_to_load_from_cache
-
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.model_registry import (
     HABITAT_RELEASE,
@@ -36,9 +34,9 @@ from navzoo.model_registry import (
     unknown_model_message,
 )
 from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig
-from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained
+from navzoo.models.weights import load_pretrained
 from navzoo.weight_sources.habitat_release import cached_release, release_folder
-from navzoo.weight_sources.hf_hub import hub_folder
+from navzoo.weight_sources.hf_hub import hub_folder, is_cached
 
 HF_HUB_PREFIX = "hf-hub:"
 
@@ -68,9 +66,7 @@ def _is_local(entry: ModelEntry) -> bool:
     if entry.weights_source == HABITAT_RELEASE:
         return cached_release(entry.release_file) is not None
     if entry.weights_source == HUB:
-        return all(
-            isinstance(try_to_load_from_cache(entry.hub_repo, f), str) for f in (CONFIG_NAME, WEIGHTS_NAME)
-        )
+        return is_cached(entry.hub_repo)
     return False
 
 

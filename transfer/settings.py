@@ -24,6 +24,7 @@ from navzoo.models import (
     PointNavPolicy,
 )
 from navzoo.models.policy import CriticHead
+from navzoo.tasks import PointGoal
 from navzoo.transfer.imagenet import load_imagenet_backbone
 
 
@@ -95,14 +96,14 @@ def build_setting(
     imagenet_weights: str | None = None,
     planner_hidden_size: int = 512,
     planner_layers: int = 2,
-    task: str | None = None,
+    task: str = PointGoal.name,
 ) -> tuple[ActorCritic, dict]:
     """The policy a setting trains, and what to record in the trained model's provenance beyond the
     arguments (where the ImageNet weights came from). Its config records `task` as the task it is trained
-    for; without one, PointGoal's default."""
+    for."""
     # The base's own weights are copied where a setting reuses them; nothing is fetched from timm.
     config = base.config.replace(timm_pretrained=False)
-    trained_for = ModelMetadata() if task is None else ModelMetadata(task=task)
+    trained_for = ModelMetadata(task=task)
     goal_free = config.replace(sensors=config.visual_sensors, metadata=trained_for)
     record: dict = {}
     if setting == "scratch":

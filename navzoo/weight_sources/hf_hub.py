@@ -80,6 +80,18 @@ def hub_folder(
     return Path(path).parent
 
 
+def is_cached(repo_id: str) -> bool:
+    """Whether both files of Hub repository `repo_id` are in huggingface_hub's default cache (no request)."""
+    return all(
+        isinstance(_cached_file(repo_id, name, None, None), str) for name in (CONFIG_NAME, WEIGHTS_NAME)
+    )
+
+
+def _cached_file(repo_id: str, filename: str, cache_dir: str | Path | None, revision: str | None):
+    """The cached path of one file (a str), or what try_to_load_from_cache says instead of one."""
+    return try_to_load_from_cache(repo_id, filename, cache_dir=cache_dir, revision=revision)
+
+
 def _cached_folder(
     repo_id: str, revision: str | None, cache_dir: str | Path | None, where: str, how_to_get: str
 ) -> Path:
