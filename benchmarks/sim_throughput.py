@@ -23,6 +23,7 @@ import random
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -116,8 +117,10 @@ def measure_vizdoom(seconds: float) -> dict:
 
 
 def _child(spec: dict) -> dict | None:
-    command = [sys.executable, __file__, "--one", json.dumps(spec)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    command = [sys.executable, os.path.abspath(__file__), "--one", json.dumps(spec)]
+    # A scratch working directory: ViZDoom writes its _vizdoom.ini settings file into the current one.
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=scratch)
     if done.returncode != 0:
         print(f"  failed: {spec}: {done.stderr.strip().splitlines()[-1:]}", flush=True)
         return None
