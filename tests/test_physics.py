@@ -3,10 +3,11 @@
 import math
 
 import numpy as np
+import pytest
 import torch
 from conftest import box_room
 
-from navzoo.sim import BatchSim, SimConfig
+from navzoo.sim import BatchSim, SimConfig, kernels
 from navzoo.sim.physics import disc_free, move
 
 RADIUS = 0.1
@@ -68,3 +69,28 @@ def test_agents_in_generated_scenes_stay_in_free_space():
         assert disc_free(sim.pool.atlas.heights, 0.25, sim.slot, sim.pos, RADIUS).all()
     assert collisions > 0
     assert (sim.collisions >= 0).all()
+
+
+@pytest.mark.parametrize("family", ["apartment-s", "apartment", "office", "office-l"])
+def test_cpu_kernel_moves_the_agents_as_the_tensor_version(family):
+    """The numba kernel (BatchSim on the CPU) and the tensor version (any device) give the same positions and
+    collision flags, bit for bit, for moves of every length and direction from positions along real walks,
+    about half of them blocked."""
+    sim = BatchSim(SimConfig(num_envs=256, sensors=(), scene_families=(family,), seed=4))
+    sim.reset()
+    heights, generator = sim.pool.atlas.heights, torch.Generator().manual_seed(1)
+    blocked = 0
+    for _ in range(40):
+        angle = torch.rand(256, generator=generator) * 2 * math.pi
+        length = torch.rand(256, generator=generator) * 0.6
+        delta = torch.stack([torch.cos(angle), torch.sin(angle)], 1) * length[:, None]
+        delta[:16, 1] = 0  # moves along one axis, and none at all
+        delta[:8, 0] = 0
+        expected = move(heights, sim.pool.cell_size, sim.slot, sim.pos, delta, RADIUS)
+        moved = kernels.move(heights, sim.pool.cell_size, sim.slot, sim.pos, delta, RADIUS)
+        assert torch.equal(moved[0], expected[0])
+        assert torch.equal(moved[1], expected[1])
+        blocked += int(expected[1].sum())
+        forward_mostly = torch.randint(1, 4, (256,), generator=generator).clamp(max=2) % 2 + 1
+        sim.step(forward_mostly)
+    assert blocked > 1000

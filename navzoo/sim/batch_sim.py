@@ -17,7 +17,7 @@ import math
 import torch
 
 from navzoo.errors import ConfigError, NavzooError
-from navzoo.sim import render
+from navzoo.sim import kernels, render
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, SimConfig
 from navzoo.sim.episodes import STARTS_PER_ANCHOR, Episode, episodes_for
 from navzoo.sim.physics import disc_free, move
@@ -71,6 +71,8 @@ class BatchSim:
         # Walk rays far enough that the image's edge columns reach max_depth in z-depth.
         max_range = config.max_depth * math.sqrt(1 + math.tan(math.radians(config.hfov) / 2) ** 2)
         self.camera = render.Camera(height, width, config.hfov, max_range, dev)
+        # Agents move by a numba kernel on the CPU (as they are rendered) unless tensor kernels are asked for.
+        self._move = kernels.move if dev.type == "cpu" and config.renderer != "torch" else move
 
         self.slot = torch.zeros(n, dtype=torch.long, device=dev)
         self.pos = torch.zeros(n, 2, device=dev)
@@ -121,7 +123,7 @@ class BatchSim:
         delta = torch.stack([torch.cos(self.heading), torch.sin(self.heading)], 1) * cfg.forward_step
         delta = delta * forward[:, None]
         old = self.pos
-        self.pos, collided = move(
+        self.pos, collided = self._move(
             self.pool.atlas.heights, self.pool.cell_size, self.slot, self.pos, delta, cfg.agent_radius
         )
         collided &= forward

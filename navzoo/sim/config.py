@@ -54,8 +54,9 @@ class SimConfig(Config):
     explore_cell_size: float = 1.0
     episodes_file: str | None = None
     device: str = "cpu"
-    # Which kernels render: "numba" (navzoo.sim.raycast_cpu, CPU only), "torch" (tensor kernels, any device)
-    # or "auto": numba on the CPU, torch elsewhere. Both give the same images.
+    # Which kernels render and move the agents: "numba" (navzoo.sim.raycast_cpu and navzoo.sim.kernels, CPU
+    # only), "torch" (tensor kernels, any device) or "auto": numba on the CPU, torch elsewhere. Both give the
+    # same images and positions.
     renderer: str = "auto"
     # torch.compile the torch kernels (CUDA): faster steps after a one-off compile.
     compile: bool = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import torch
 from numba import njit
 
 from navzoo.sim.physics import TOLERANCE
@@ -19,10 +20,15 @@ from navzoo.sim.physics import TOLERANCE
 def disc_free(heights, cell_size, slot, x, y, radius) -> bool:
     """Whether a disc of `radius` at (x, y) in scene `slot` of `heights` [P, rows, cols] touches no solid
     cell (physics.disc_free for one point; outside the map counts as solid)."""
-    rows, cols = heights.shape[1], heights.shape[2]
-    reach = math.ceil(radius / cell_size)
-    col0, row0 = math.floor(x / cell_size), math.floor(y / cell_size)
     limit = np.float32(radius - TOLERANCE) ** 2
+    return _disc_free_within(heights, cell_size, slot, x, y, math.ceil(radius / cell_size), limit)
+
+
+@njit(cache=True, inline="always")
+def _disc_free_within(heights, cell_size, slot, x, y, reach, limit) -> bool:
+    """disc_free with the cells searched (`reach` either side) and the squared contact distance given."""
+    rows, cols = heights.shape[1], heights.shape[2]
+    col0, row0 = math.floor(x / cell_size), math.floor(y / cell_size)
     zero = np.float32(0)
     for dr in range(-reach, reach + 1):
         r = row0 + dr
@@ -35,6 +41,81 @@ def disc_free(heights, cell_size, slot, x, y, radius) -> bool:
             if gap_x * gap_x + gap_y * gap_y < limit:
                 return False
     return True
+
+
+def move(heights, cell_size: float, slots, pos, delta, radius: float):
+    """physics.move on CPU tensors, one disc at a time: the same positions and collision flags, bit for
+    bit (every float32 operation and constant as the tensor version has it)."""
+    new = torch.empty_like(pos)
+    collided = torch.empty(pos.shape[0], dtype=torch.bool)
+    f32 = np.float32
+    # The tensor version meets these constants as Python floats against float32 tensors: rounded once.
+    limits = (f32((radius - TOLERANCE) ** 2), f32(radius**2), f32(radius - TOLERANCE), f32(-TOLERANCE))
+    _move_discs(
+        heights.numpy(),
+        (f32(cell_size), float(cell_size)),
+        slots.numpy(),
+        pos.numpy(),
+        delta.numpy(),
+        radius,
+        limits,
+        new.numpy(),
+        collided.numpy(),
+    )
+    return new, collided
+
+
+@njit(cache=True)
+def _move_discs(heights, cell_sizes, slots, pos, delta, radius, limits, new, collided):
+    cell_size, cell_size_f64 = cell_sizes  # float32 in float32 arithmetic, float64 where Python has it
+    touch_sq = limits[0]
+    reach = math.ceil(radius / cell_size_f64)
+    for i in range(pos.shape[0]):
+        x, y = pos[i, 0] + delta[i, 0], pos[i, 1] + delta[i, 1]
+        free = _disc_free_within(heights, cell_size, slots[i], x, y, reach, touch_sq)
+        collided[i] = not free
+        if free:
+            new[i, 0], new[i, 1] = x, y
+            continue
+        # Blocked: one axis at a time, each up to exact contact, so the free component slides on.
+        new[i, 0], new[i, 1] = pos[i, 0], pos[i, 1]
+        for axis in range(2):
+            sign = np.float32(np.sign(delta[i, axis]))
+            wanted = abs(delta[i, axis])
+            travel = _clearance(heights, cell_sizes, slots[i], new[i], axis, sign, radius, limits, wanted)
+            new[i, axis] += sign * travel
+
+
+@njit(cache=True, inline="always")
+def _clearance(heights, cell_sizes, slot, p, axis, sign, radius, limits, wanted):
+    """physics._clearance for one disc at p: how far (up to `wanted`) it can travel along `axis` in
+    direction `sign` before touching a solid cell, at the cell's face or its corner."""
+    cell_size, cell_size_f64 = cell_sizes
+    _, radius_sq, contact_offset, behind = limits
+    rows, cols = heights.shape[1], heights.shape[2]
+    along, across = p[axis], p[1 - axis]
+    ahead = math.ceil((float(wanted) + radius) / cell_size_f64) + 1
+    side = math.ceil(radius / cell_size_f64)
+    a0, c0 = math.floor(along / cell_size), math.floor(across / cell_size)
+    step = int(sign)
+    zero = np.float32(0)
+    best = np.float32(np.inf)
+    for k in range(ahead + 1):
+        a_cell = a0 + step * k
+        near_face = np.float32((a_cell if sign > 0 else a_cell + 1) * cell_size)
+        gap = (near_face - along) * sign
+        for lateral in range(-side, side + 1):
+            c_cell = c0 + lateral
+            r, c = (a_cell, c_cell) if axis == 1 else (c_cell, a_cell)
+            if 0 <= r < rows and 0 <= c < cols and heights[slot, r, c] <= 0:
+                continue
+            offset = max(
+                np.float32(c_cell * cell_size) - across, across - np.float32((c_cell + 1) * cell_size), zero
+            )
+            if offset < contact_offset and gap >= behind:
+                reach = np.float32(math.sqrt(max(radius_sq - offset * offset, zero)))
+                best = min(best, max(gap - reach, zero))
+    return min(best, wanted)
 
 
 @njit(cache=True, inline="always")

@@ -77,7 +77,9 @@ def _clearance(heights, cell_size: float, slots, pos, axis: int, sign, radius: f
     offset = torch.maximum(
         c_cell * cell_size - across[:, None, None], across[:, None, None] - (c_cell + 1) * cell_size
     ).clamp_min(0)
-    reach = torch.sqrt((radius**2 - offset**2).clamp_min(0))
+    # The square root in float64, rounded once to float32: correctly rounded on every device, so CPU, CUDA
+    # and the numba kernel agree to the bit (torch's float32 sqrt on the CPU can be one ulp off).
+    reach = torch.sqrt((radius**2 - offset**2).clamp_min(0).double()).float()
     touches = solid & (offset < radius - TOLERANCE) & (gap >= -TOLERANCE)
     contact = torch.where(touches, (gap - reach).clamp_min(0), math.inf)
     return torch.minimum(contact.flatten(1).min(1).values, wanted)
