@@ -157,8 +157,11 @@ def test_setting_names_and_bad_bases(base):
 
     with pytest.raises(ConfigError, match="a PointGoal policy"):
         check_base(flee_model, "runs/flee")
-    with pytest.raises(ConfigError, match="visual encoder"):
-        check_base(navzoo.load("navzoo-pointnav-blind"), "navzoo-pointnav-blind")
+    blind = navzoo.load("navzoo-pointnav-blind")
+    with pytest.raises(ConfigError, match="reuse or copy the base's visual encoder"):
+        check_base(blind, "navzoo-pointnav-blind", "pointgoal-encoder")
+    with pytest.raises(ConfigError, match="scratch run trains the base's architecture on its cameras"):
+        check_base(blind, "navzoo-pointnav-blind", "scratch")
 
 
 def test_imagenet_setting_refuses_to_run_without_weights(base, monkeypatch, tmp_path):
@@ -423,3 +426,13 @@ def test_pushed_finetuned_model_card_names_its_base(base, tmp_path):
     assert (repo / "train_config.yaml").is_file() and (repo / "learning_curve.png").is_file()
     assert isinstance(load_pretrained(repo), PointNavPolicy)
     assert not isinstance(load_pretrained(repo), NeuralControllerPolicy)
+
+
+def test_transfer_from_an_imitation_trained_base_trains_by_ddppo_from_that_base():
+    """The shipped depth agent learnt by DAgger, stage 2 initialised from an earlier run's folder: its
+    transfer run takes neither (Flee and Explore have no teacher; the base given is the starting point)."""
+    base = navzoo.load("navzoo-pointnav-depth")
+    assert base.provenance["train_config"]["algorithm"] == "dagger"
+    config = transfer_train_config(base, "flee", FRAMES)
+    assert (config.algorithm, config.finetune.from_frames, config.init_from) == ("ppo", 0, None)
+    assert config.sim.task == "flee"

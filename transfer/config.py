@@ -82,8 +82,11 @@ def transfer_train_config(
     if not sim:  # not trained by navzoo: DD-PPO defaults, with the base model's cameras
         sim = {"sensors": list(base.config.visual_sensors), "resolution": list(base.config.resolution)}
     sim.update(task=task, split="train")
-    # Transfer trains by DD-PPO, also from a base that learnt by imitation (its teacher walks to a goal).
-    data.update(sim=sim, model=None, policy={}, rank_sim_overrides={}, algorithm="ppo", finetune={})
+    # Transfer trains by DD-PPO, also from a base that learnt by imitation (its teacher walks to a goal),
+    # and starts from the base given, not from whatever the base itself was initialised from.
+    data.update(
+        sim=sim, model=None, init_from=None, policy={}, rank_sim_overrides={}, algorithm="ppo", finetune={}
+    )
     if frames is not None:
         data["total_frames"] = frames
     for item in overrides:

@@ -25,9 +25,9 @@ from navzoo.zoo import load
 SOURCE = "navzoo finetune"
 
 
-def load_base(reference: str) -> PointNavPolicy:
+def load_base(reference: str, setting: str | None = None) -> PointNavPolicy:
     """The PointGoal model a transfer starts from: zoo name, model folder, run folder or hf-hub:org/name."""
-    return check_base(load(reference), reference)
+    return check_base(load(reference), reference, setting)
 
 
 def policy_spec(transfer: TransferConfig, base: PointNavPolicy, seed: int) -> PolicySpec:
@@ -66,7 +66,8 @@ def finetune(
         raise ConfigError("sim.task", config.sim.task, f"{transfer.task!r}, the task of the transfer")
     # torchrun restarts workers with the original command, so a restart resumes as `navzoo train` does.
     resume = resume or restart_count() > 0
-    spec = policy_spec(transfer, base if base is not None else load_base(transfer.base), config.seed)
+    base = base if base is not None else load_base(transfer.base, transfer.setting)
+    spec = policy_spec(transfer, base, config.seed)
     return train(config, run_dir, resume=resume, spec=spec, overwrite=overwrite)
 
 

@@ -71,18 +71,25 @@ def setting_id(name: str) -> str:
     raise ConfigError("setting", name, tuple(SETTINGS))
 
 
-def check_base(base: ActorCritic, source: str) -> PointNavPolicy:
-    """The base must be a PointGoal policy (it reads the GPS+Compass) with a visual encoder."""
+def check_base(base: ActorCritic, source: str, setting: str | None = None) -> PointNavPolicy:
+    """The base must be a PointGoal policy (it reads the GPS+Compass) with a camera: `setting` (or any
+    setting, when None) builds on it."""
     if not isinstance(base, PointNavPolicy) or not base.config.has_goal:
         raise ConfigError(
             "--from", source, "a PointGoal policy (it reads the GPS+Compass), e.g. navzoo-pointnav-rgb"
         )
     if base.config.is_blind:
+        # Without the GPS+Compass, which no setting keeps, a blind policy has no input left.
+        why = (
+            "a scratch run trains the base's architecture on its cameras"
+            if setting == "scratch"
+            else "the settings reuse or copy the base's visual encoder"
+        )
         raise ConfigError(
             "--from",
             source,
-            "a PointGoal policy with a visual encoder (every setting but scratch reuses it), e.g. "
-            "navzoo-pointnav-rgb or navzoo-pointnav-depth",
+            f"a PointGoal policy with a camera ({why}, and the blind base has none), e.g. "
+            "navzoo-pointnav-depth or navzoo-pointnav-rgb",
         )
     return base
 
