@@ -22,7 +22,7 @@ from report import markdown_table
 
 import navzoo
 from navzoo.baselines import BASELINES, make_baseline
-from navzoo.evaluation import evaluate, plot_by_distance, summarize
+from navzoo.evaluation import evaluate, format_estimate, plot_by_distance, summarize
 from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.train.logger import read_log
@@ -63,10 +63,8 @@ def main() -> None:
             if args.only is not None and name not in args.only:
                 continue
             results[split][name] = _evaluate(name, policy, split, args)
-            s = results[split][name]
-            print(
-                f"{split:>4} {name:<24} SPL {s['spl']:.3f} ±{s['spl_ci95']:.3f}  success {s['success']:.3f}"
-            )
+            spl, success = (format_estimate(results[split][name], key) for key in ("spl", "success"))
+            print(f"{split:>4} {name:<24} SPL {spl}  success {success}")
     (out / "zoo_eval.json").write_text(json.dumps({"episodes": args.episodes, "results": results}, indent=2))
     plot_by_distance(results["val"], out / "spl_by_distance-val.png")
     if args.runs:
@@ -110,8 +108,8 @@ def table2(results: dict[str, dict[str, dict]], sensors: dict[str, str]) -> str:
         row = {"Agent": name, "Sensors": sensors[name]}
         for split in SPLITS:
             s = results[split][name]
-            row[f"{split.capitalize()} SPL"] = f"{s['spl']:.3f} ± {s['spl_ci95']:.3f}"
-            row[f"{split.capitalize()} Success"] = f"{s['success']:.3f} ± {s['success_ci95']:.3f}"
+            row[f"{split.capitalize()} SPL"] = format_estimate(s, "spl")
+            row[f"{split.capitalize()} Success"] = format_estimate(s, "success")
         rows.append(row)
     episodes = {split: next(iter(by_agent.values()))["episodes"] for split, by_agent in results.items()}
     note = f"{episodes['val']} val and {episodes['test']} test episodes; ± is a 95% confidence interval."

@@ -108,7 +108,7 @@ class PointGoal(Task):
     episode_fields = ("geodesic_distance", "success", "spl", "distance_to_goal")
     training_metrics = ("success", "spl", "distance_to_goal")
     columns = (
-        Column("success", "success", 15, ".3f"),
+        Column("success", "success", 22, ".3f"),
         Column("SPL", "spl", 15, ".3f"),
         Column("dist-to-goal", "distance_to_goal", 12, ".2f"),
         Column("collisions", "collisions", 10, ".1f"),

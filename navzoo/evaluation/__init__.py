@@ -12,10 +12,12 @@ from navzoo.evaluation.report import (
     distance_bin_label,
     episode_map,
     format_distance_table,
+    format_estimate,
     format_table,
     mean_ci,
     plot_by_distance,
     summarize,
+    wilson_interval,
 )
 from navzoo.evaluation.run import (
     Agent,
@@ -39,6 +41,7 @@ __all__ = [
     "evaluate",
     "evaluate_agent",
     "format_distance_table",
+    "format_estimate",
     "format_table",
     "load_agent",
     "mean_ci",
@@ -47,4 +50,5 @@ __all__ = [
     "sim_config_for",
     "summarize",
     "unique_labels",
+    "wilson_interval",
 ]

@@ -27,17 +27,47 @@ def mean_ci(values) -> tuple[float, float]:
     return float(values.mean()), float(1.96 * values.std(ddof=1) / math.sqrt(len(values)))
 
 
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> list[float]:
+    """The 95% Wilson score interval [low, high] of a success rate: unlike the normal approximation it is
+    not empty at 0% and 100%, and it stays inside [0, 1]."""
+    if trials == 0:
+        return [math.nan, math.nan]
+    rate, spread = successes / trials, z * z / trials
+    centre = (rate + spread / 2) / (1 + spread)
+    half = z / (1 + spread) * math.sqrt(rate * (1 - rate) / trials + spread / (4 * trials))
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
 def _rates(results: list[EpisodeResult]) -> dict:
-    """Episode count, Success and SPL with their 95% confidence half-widths."""
-    success, success_ci = mean_ci([r.success for r in results])
+    """Episode count, Success with its 95% Wilson interval [low, high], SPL with its 95% half-width."""
     spl, spl_ci = mean_ci([r.spl for r in results])
+    successes = sum(bool(r.success) for r in results)
     return {
         "episodes": len(results),
-        "success": success,
-        "success_ci95": success_ci,
+        "success": successes / len(results),
+        "success_ci95": wilson_interval(successes, len(results)),
         "spl": spl,
         "spl_ci95": spl_ci,
     }
+
+
+def format_estimate(summary: dict, key: str, fmt: str = ".3f") -> str:
+    """A summary's mean with its 95% interval: "0.842 ± 0.029" for a half-width, "0.937 [0.903, 0.960]"
+    for bounds (Success's Wilson interval)."""
+    mean, ci = f"{summary[key]:{fmt}}", summary.get(f"{key}_ci95")
+    if ci is None:
+        return mean
+    if isinstance(ci, list | tuple):
+        return f"{mean} [{ci[0]:{fmt}}, {ci[1]:{fmt}}]"
+    return f"{mean} ±{ci:{fmt}}"
+
+
+def error_bars(summary: dict, key: str) -> tuple[float, float]:
+    """(below, above) the mean of its 95% interval, for plotting."""
+    mean, ci = summary[key], summary[f"{key}_ci95"]
+    if isinstance(ci, list | tuple):
+        return mean - ci[0], ci[1] - mean
+    return ci, ci
 
 
 def summarize(results: list[EpisodeResult]) -> dict:
@@ -96,10 +126,8 @@ def format_table(summaries: dict[str, dict], task: str = "pointnav") -> str:
 
 
 def _cell(summary: dict, key: str, fmt: str) -> str:
-    """The mean, and its 95% interval as "±half-width" where the summary has one."""
-    mean = f"{summary[key]:>8{fmt}}"
-    ci = summary.get(f"{key}_ci95")
-    return mean if ci is None else f"{mean} ±{ci:{fmt}}"
+    """The mean, and its 95% interval where the summary has one."""
+    return format_estimate(summary, key, fmt)
 
 
 def distance_bin_label(lo: float, hi: float) -> str:
@@ -142,8 +170,9 @@ def plot_by_distance(summaries: dict[str, dict], path: str | Path) -> Path:
         for name, summary in summaries.items():
             rows = {b["min_geodesic"]: b for b in summary["by_distance"]}
             mean = np.array([rows[lo][metric] if lo in rows else np.nan for lo, _ in bins])
-            ci = np.nan_to_num([rows[lo][f"{metric}_ci95"] if lo in rows else np.nan for lo, _ in bins])
-            axes.errorbar(x, mean, yerr=ci, marker="o", capsize=3, label=name)
+            bars = [error_bars(rows[lo], metric) if lo in rows else (0.0, 0.0) for lo, _ in bins]
+            yerr = np.nan_to_num(np.array(bars, dtype=np.float64).T)
+            axes.errorbar(x, mean, yerr=yerr, marker="o", capsize=3, label=name)
         counts = _bin_counts(next(iter(summaries.values())), bins)
         bars = axes.bar(x, counts / max(counts.sum(), 1), width=0.6, color="0.8", zorder=0)
         axes.bar_label(bars, labels=[f"n={c}" for c in counts], fontsize=7, color="0.35")
