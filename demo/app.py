@@ -26,7 +26,7 @@ from navzoo.demo.episodes import TASKS, Agent, load_agent, run_episode
 from navzoo.demo.sources import MAX_REPLAY_BYTES, Sources, open_bounded
 from navzoo.errors import NavzooError, ReplayError
 from navzoo.evaluation import unique_labels
-from navzoo.policy_agent import ACTION_MODES
+from navzoo.names import ACTION_MODES
 from navzoo.replay import Replay
 from navzoo.replay_view import BACKGROUND, ReplayView, summary_line
 from navzoo.sim.config import SPLITS

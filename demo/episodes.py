@@ -10,7 +10,8 @@ from navzoo.baselines import BASELINES, make_baseline
 from navzoo.demo.sources import MAX_RESOLUTION, Sources
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.evaluation import Agent, evaluate, sim_config_for
-from navzoo.policy_agent import ACTION_MODES, PolicyAgent
+from navzoo.names import ACTION_MODES
+from navzoo.policy_agent import PolicyAgent
 from navzoo.replay import Replay, make_replay
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig

@@ -6,9 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from navzoo.destination import check_destination
-from navzoo.habitat_checkpoint import export_habitat_checkpoint, habitat_to_policy
-from navzoo.models.weights import save_pretrained
+from navzoo.sim_cli import add_resolution_option, resolution
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -25,9 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser.add_argument("src", type=Path, help="habitat .pth checkpoint, or navzoo model folder")
     parser.add_argument("dst", type=Path, help="output folder (to navzoo) or .pth file (to habitat)")
     parser.add_argument("--model", help="zoo name whose architecture to use instead of inferring it")
-    parser.add_argument(
-        "--resolution", nargs=2, type=int, metavar=("H", "W"), help="sensor size (default: inferred, square)"
-    )
+    add_resolution_option(parser, "sensor size (default: inferred, square)")
     parser.add_argument(
         "--overwrite", action="store_true", help="write DST even if it exists (a non-empty folder or a file)"
     )
@@ -36,12 +32,16 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run_convert(args: argparse.Namespace) -> int:
+    from navzoo.destination import check_destination
+    from navzoo.habitat_checkpoint import export_habitat_checkpoint, habitat_to_policy
+    from navzoo.models.weights import save_pretrained
+
     check_destination(args.dst, overwrite=args.overwrite)
     if args.src.is_dir():
         out = export_habitat_checkpoint(args.src, args.dst)
         print(f"wrote habitat-baselines checkpoint {out}")
         return 0
-    policy = habitat_to_policy(args.src, model=args.model, resolution=args.resolution)
+    policy = habitat_to_policy(args.src, model=args.model, resolution=resolution(args.resolution))
     out = save_pretrained(policy, args.dst)
     config = policy.config
     print(

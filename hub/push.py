@@ -24,7 +24,6 @@ from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 from navzoo.errors import NavzooError
 from navzoo.evaluation import run
 from navzoo.hub.card import TRAINED_BY, model_card
-from navzoo.hub.pull import pull
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
 from navzoo.replay import load_replay
 from navzoo.replay_view import ReplayView
@@ -42,82 +41,6 @@ REPLAYS_SEARCHED = 5  # the video shows the first successful one of the first fe
 
 class HubError(NavzooError):
     """The Hub refused or failed an upload."""
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "push",
-        help="publish a model or training-run folder to the Hugging Face Hub with a model card",
-        description="Evaluate a model on the embedded simulator on the task it was trained for, write its "
-        "Hub repository (config.json, model.safetensors, README.md model card, eval.json, replay.mp4 of an "
-        "episode, the SPL-by-distance plot for PointGoal, and train_config.yaml + learning curve for "
-        "training runs) and upload it in one commit.",
-    )
-    parser.add_argument(
-        "folder",
-        help="model folder (config.json + model.safetensors), `navzoo train` run folder, or a zoo name "
-        "(its shipped or cached weights, as `navzoo pull` finds them)",
-    )
-    parser.add_argument("repo_id", help="Hub repository, org/name (created if missing)")
-    parser.add_argument("--split", default="val", help="evaluation split (default val)")
-    parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes (default 100)")
-    parser.add_argument("--mode", choices=("sampled", "deterministic"), default="sampled", help="action mode")
-    parser.add_argument(
-        "--eval-dir",
-        help="reuse this `navzoo eval` output (evaluated with only this model) instead of evaluating",
-    )
-    parser.add_argument("--license", default="mit", help="license identifier for the card (default mit)")
-    parser.add_argument(
-        "--base-model", help="Hub id of the model these weights were fine-tuned or converted from"
-    )
-    parser.add_argument("--private", action="store_true", help="create the repository as private")
-    parser.add_argument("--revision", help="branch to push to (created from main if missing)")
-    parser.add_argument("--create-pr", action="store_true", help="open a pull request instead of committing")
-    parser.add_argument("--token", help="Hub token (default: HF_TOKEN or the one `hf auth login` saved)")
-    parser.add_argument("--commit-message", help="commit message (default: a summary of the results)")
-    parser.add_argument(
-        "--out", help="write the repository folder here and keep it (default: a temporary folder)"
-    )
-    parser.add_argument(
-        "--dry-run", action="store_true", help="write the folder (needs --out) but do not upload"
-    )
-    parser.add_argument("--device", default="cpu", help="device for the evaluation (default cpu)")
-    parser.set_defaults(run=_run)
-
-
-def _run(args) -> None:
-    if args.dry_run and not args.out:
-        raise NavzooError("--dry-run only writes the repository folder: pass --out DIR to say where")
-    staging = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="navzoo-push-"))
-    try:
-        write_repo_folder(
-            pull(args.folder),
-            staging,
-            args.repo_id,
-            split=args.split,
-            episodes=args.episodes,
-            mode=args.mode,
-            eval_dir=args.eval_dir,
-            license=args.license,
-            base_model=args.base_model,
-            device=args.device,
-        )
-        print(f"wrote {staging}: {', '.join(sorted(p.name for p in staging.iterdir()))}")
-        if args.dry_run:
-            return
-        info = upload(
-            staging,
-            args.repo_id,
-            private=args.private,
-            revision=args.revision,
-            create_pr=args.create_pr,
-            token=args.token,
-            commit_message=args.commit_message or _commit_message(staging),
-        )
-        print(f"pushed: {info.pr_url or info.commit_url}")
-    finally:
-        if not args.out:
-            shutil.rmtree(staging, ignore_errors=True)
 
 
 def write_repo_folder(

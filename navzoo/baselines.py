@@ -11,6 +11,7 @@ import torch
 
 from navzoo.draws import keyed_uniform
 from navzoo.errors import ConfigError
+from navzoo.names import GOAL_BASELINES
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from navzoo.tasks import get_task
@@ -108,9 +109,8 @@ class OracleAgent(BaselineAgent):
 
 BASELINES = {cls.name: cls for cls in (RandomAgent, ForwardOnlyAgent, GoalFollowerAgent, OracleAgent)}
 
-
-# Baselines that steer by the point goal, so PointGoal only; random and forward-only run on every task.
-GOAL_BASELINES = ("goal-follower", "oracle")
+# Baselines that steer by the point goal (GOAL_BASELINES, from navzoo.names) run on PointGoal only; random
+# and forward-only run on every task.
 
 
 def make_baseline(name: str, sim: BatchSim, seed: int = 0) -> BaselineAgent:

@@ -1,36 +1,62 @@
-"""The `navzoo` command line. Each subcommand lives next to the code it drives and registers itself here."""
+"""The `navzoo` command line. Each subcommand lives next to the code it drives and registers itself here.
+
+Only the module of the command being run is imported, and those modules import their heavy dependencies
+(torch, the simulator, the Hub client) when the command runs: `navzoo --help` and `navzoo COMMAND --help`
+answer without loading torch.
+"""
 
 import argparse
+import difflib
+import importlib
+import re
 import sys
 
 from navzoo.errors import ConfigError, NavzooError
+from navzoo.version import __version__
+
+# name -> (module that registers it, one-line help shown by `navzoo --help`)
+COMMANDS = {
+    "train": ("navzoo.train.cli", "train a PointGoal agent with DD-PPO or imitation"),
+    "finetune": ("navzoo.transfer.cli", "transfer a PointGoal model to Flee or Explore (DD-PPO's settings)"),
+    "eval": ("navzoo.eval_cli", "evaluate baselines and trained models on PointGoal, Flee or Explore"),
+    "episodes": ("navzoo.sim_cli", "write a split's episodes as a habitat PointNav dataset"),
+    "convert": ("navzoo.hub.convert", "convert a habitat-baselines checkpoint to navzoo's format, or back"),
+    "push": (
+        "navzoo.hub.push_cli",
+        "publish a model or training-run folder to the Hugging Face Hub",
+    ),
+    "pull": ("navzoo.hub.pull", "download a model into the cache navzoo.load reads and print where it is"),
+    "demo": ("navzoo.demo.cli", "web app: watch an agent navigate, replay saved episodes"),
+}
+
+OVERRIDE = re.compile(r"^[A-Za-z_][\w.-]*=")  # a config override such as ppo.lr=1e-4
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from navzoo import eval_cli, sim_cli
-    from navzoo.demo import cli as demo_cli
-    from navzoo.hub import convert, pull, push
-    from navzoo.train import cli as train_cli
-    from navzoo.transfer import cli as transfer_cli
-
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full options of `command` and a one-line summary of the other commands."""
     parser = argparse.ArgumentParser(
         prog="navzoo", description="navzoo: embodied-navigation model zoo and transfer-learning toolkit"
     )
+    parser.add_argument("--version", action="version", version=f"navzoo {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (train_cli, transfer_cli, eval_cli, sim_cli, convert, push, pull, demo_cli):
-        module.register(subparsers)
+    for name, (module, summary) in COMMANDS.items():
+        if name == command:
+            importlib.import_module(module).register(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary, add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
-    # argparse stops filling positionals at the first option: `train PRESET --run-dir R KEY=VALUE` leaves
-    # the overrides after --run-dir unparsed, so commands that take KEY=VALUE overrides collect them here.
-    if extras and hasattr(args, "overrides") and all("=" in e and not e.startswith("-") for e in extras):
-        args.overrides = [*args.overrides, *extras]
-    elif extras:
-        parser.error(f"unrecognized arguments: {' '.join(extras)}")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = _command(argv)
+    parser = build_parser(command)
+    # KEY=VALUE overrides may sit anywhere, also after options that take several values (--families a b),
+    # so commands that take them get them set aside before argparse sees the rest.
+    overrides = [a for a in argv if OVERRIDE.match(a)] if _takes_overrides(parser, command) else []
+    args = parser.parse_args([a for a in argv if a not in overrides])
+    if overrides:
+        args.overrides = [*args.overrides, *overrides]
     try:
         return args.run(args) or 0
     except NavzooError as exc:
@@ -43,10 +69,32 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _command(argv: list[str]) -> str | None:
+    """The command a command line names (its first word that is not an option), or None. A near miss of a
+    command's name stops here with a suggestion."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    if word is None or word in COMMANDS:
+        return word
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f" (choose from {', '.join(COMMANDS)})"
+    print(f"navzoo: error: unknown command {word!r}{hint}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _takes_overrides(parser: argparse.ArgumentParser, command: str | None) -> bool:
+    if command is None:
+        return False
+    return any(action.dest == "overrides" for action in _subparser(parser, command)._actions)
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return subcommands.choices[command]
+
+
 def _option(parser: argparse.ArgumentParser, command: str, field: str) -> str | None:
     """The option of `navzoo COMMAND` that sets `field` (a library argument or config key), if any."""
-    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    for action in subcommands.choices[command]._actions:
+    for action in _subparser(parser, command)._actions:
         if action.dest == field.replace("-", "_") and action.option_strings:
             return max(action.option_strings, key=len)
     return None

@@ -8,15 +8,9 @@ navzoo.replay) and for PointGoal spl_by_distance.png (DD-PPO Fig. 13).
 
 from pathlib import Path
 
-import torch
-
-from navzoo.baselines import BASELINES, GOAL_BASELINES
 from navzoo.errors import ConfigError
-from navzoo.evaluation import format_distance_table, format_table, run
-from navzoo.evaluation.run import GOALLESS_BASELINES
-from navzoo.policy_agent import ACTION_MODES
-from navzoo.sim_cli import add_sim_arguments
-from navzoo.tasks import get_task
+from navzoo.names import ACTION_MODES, BASELINES, GOAL_BASELINES, GOALLESS_BASELINES
+from navzoo.sim_cli import add_sim_arguments, resolution
 
 
 def register(subparsers) -> None:
@@ -66,6 +60,11 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> None:
+    import torch
+
+    from navzoo.evaluation import format_distance_table, format_table, run
+    from navzoo.tasks import get_task
+
     if args.threads is not None:
         if args.threads < 1:
             raise ConfigError("threads", args.threads, "1 or more")
@@ -80,9 +79,9 @@ def _run(args) -> None:
         replays=args.replays,
         map_episode=args.map_episode,
         sensors=tuple(args.sensors) if args.sensors is not None else None,
-        resolution=(args.resolution, args.resolution) if args.resolution is not None else None,
+        resolution=resolution(args.resolution),
         num_envs=args.num_envs,
-        families=tuple(args.families),
+        families=tuple(args.scene_families),
         episodes_file=args.episodes_file,
         device=args.device,
         seed=args.seed,

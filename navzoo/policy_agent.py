@@ -18,8 +18,6 @@ from navzoo.models import NavigationPolicy, PolicyArchitecture
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
 
-ACTION_MODES = ("sampled", "deterministic")
-
 
 class PolicyAgent:
     """Runs `policy` on N environments: `act(obs, first) -> actions [N]` (see navzoo.evaluation).

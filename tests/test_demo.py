@@ -335,7 +335,7 @@ def test_default_model_is_the_packaged_one_when_there(monkeypatch):
 
 
 def test_cli_registers_demo():
-    args = build_parser().parse_args(
+    args = build_parser("demo").parse_args(
         ["demo", "--models", "a", "--models", "b", "--replays", "r", "--port", "0"]
     )
     assert args.models == ["a", "b"] and args.replays == ["r"] and args.host == "127.0.0.1"

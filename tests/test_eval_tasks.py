@@ -216,3 +216,14 @@ def test_push_refuses_an_evaluation_of_another_task(model_folders, tmp_path):
     assert main(eval_argv(model_folders["explore"], out=out)) == 0
     with pytest.raises(NavzooError, match=r"on explore, but it was trained for flee.*evaluate it on flee"):
         write_repo_folder(model_folders["flee"], tmp_path / "repo", "someone/tiny", eval_dir=out)
+
+
+def test_success_interval_is_wilsons_and_never_empty():
+    from navzoo.evaluation import format_estimate, wilson_interval
+
+    # Reference values of the 95% Wilson score interval (Agresti & Coull 1998, Table 1 style).
+    assert wilson_interval(0, 10) == pytest.approx([0.0, 0.2775], abs=1e-4)
+    assert wilson_interval(10, 10) == pytest.approx([0.7225, 1.0], abs=1e-4)
+    assert wilson_interval(5, 10) == pytest.approx([0.2366, 0.7634], abs=1e-4)
+    summary = {"success": 1.0, "success_ci95": wilson_interval(300, 300)}
+    assert format_estimate(summary, "success") == "1.000 [0.987, 1.000]"

@@ -6,11 +6,10 @@ import os
 from pathlib import Path
 
 from navzoo.errors import ConfigError
+from navzoo.train.config_options import add_config_options, option_overrides, preset_names, print_config
 
 
 def register(subparsers) -> None:
-    from navzoo.train.config import preset_names
-
     presets = ", ".join(preset_names())
     parser = subparsers.add_parser(
         "train",
@@ -26,7 +25,9 @@ def register(subparsers) -> None:
         "config", nargs="?", default=None, help="a preset name or a YAML file (optional with --resume)"
     )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="e.g. ppo.lr=1e-4 sim.num_envs=32")
-    parser.add_argument("--run-dir", required=True, help="folder for checkpoints, logs and the trained model")
+    parser.add_argument(
+        "--run-dir", "--out", help="folder for checkpoints, logs and the trained model (needed to train)"
+    )
     parser.add_argument(
         "--resume",
         action="store_true",
@@ -38,6 +39,7 @@ def register(subparsers) -> None:
         help="start in a --run-dir that already holds files, e.g. a model folder (ones of the same names are "
         "replaced, nothing else is deleted)",
     )
+    add_config_options(parser)
     parser.set_defaults(run=_run)
 
 
@@ -45,9 +47,11 @@ def _run(args) -> int:
     from navzoo.train.config import load_config
     from navzoo.train.trainer import CONFIG_FILE, config_summary, train
 
-    run_dir = Path(args.run_dir)
+    if args.run_dir is None and not (args.print_config and not args.resume):
+        raise ConfigError("run_dir", None, "a folder for the run's checkpoints, logs and model")
+    run_dir = Path(args.run_dir or ".")
     config_source = args.config
-    overrides = list(args.overrides)
+    overrides = [*args.overrides, *option_overrides(args)]
     if config_source is not None and "=" in config_source:
         overrides.insert(0, config_source)  # only overrides were given
         config_source = None
@@ -60,6 +64,9 @@ def _run(args) -> int:
         if not config_source.is_file():
             raise ConfigError("run_dir", str(run_dir), f"a run folder holding {CONFIG_FILE} to resume")
     config = load_config(config_source, overrides)
+    if args.print_config:
+        print_config(config.to_dict())
+        return 0
     if config.model is None:
         raise ConfigError(
             "model",

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from navzoo.errors import ConfigError
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
+from navzoo.train.config_options import preset_names, presets_folder
 from navzoo.typed_config import check_field_types
 from navzoo.zoo import model_entry
 
@@ -34,6 +34,7 @@ ALGORITHMS = ("ppo", "dagger")
 OPTIMIZERS = ("adam", "lamb")
 LR_SCALINGS = ("none", "sqrt")
 BACKENDS = ("auto", "gloo", "nccl")
+WANDB_MODES = ("online", "offline", "disabled")
 AUX_TASKS = ("cpca", "inverse_dynamics")  # navzoo.train.auxiliary
 
 
@@ -172,6 +173,24 @@ class FinetuneConfig(Config):
 
 
 @dataclass(frozen=True)
+class WandbConfig(Config):
+    """Weights & Biases logging beside TensorBoard and log.jsonl, on when `project` is set (pip install
+    'navzoo[wandb]'). A resumed run continues the same W&B run."""
+
+    project: str | None = None
+    entity: str | None = None
+    name: str | None = None  # the W&B run's name; default: the run folder's name
+    group: str | None = None
+    tags: tuple[str, ...] = ()
+    mode: str | None = None  # "online", "offline" or "disabled"; None leaves it to wandb (WANDB_MODE)
+
+    def __post_init__(self):
+        check_field_types(self, "wandb.")
+        if self.mode not in (None, *WANDB_MODES):
+            raise ConfigError("wandb.mode", self.mode, WANDB_MODES)
+
+
+@dataclass(frozen=True)
 class DistributedConfig(Config):
     # Once at least sync_frac * workers have finished their rollouts the others stop early (never before a
     # quarter of the rollout). 1.0 turns preemption off; so does 0.6 with 2 workers (1.2 would have to be
@@ -205,6 +224,7 @@ class TrainConfig(Config):
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # DD-PPO after imitation, one run
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
+    wandb: WandbConfig = field(default_factory=WandbConfig)
     total_frames: int = 10_000_000  # frames of experience summed over all workers
     seed: int = 0
     device: str = "auto"  # "auto": the worker's CUDA device when there is one, else CPU
@@ -255,6 +275,10 @@ class TrainConfig(Config):
         if self.torch_threads < 0:
             raise ConfigError("torch_threads", self.torch_threads, "0 (automatic) or a positive integer")
         _one_of("device", self.device.split(":")[0], ("auto", "cpu", "cuda"))
+        if self.device != "auto" and self.sim.device != "cpu" and self.sim.device != self.device:
+            raise ConfigError(
+                "sim.device", self.sim.device, f"{self.device!r} like device: it simulates where it trains"
+            )
         for rank in self.rank_sim_overrides:
             self.sim_for_rank(rank)
         if self.model is not None:
@@ -296,6 +320,11 @@ class TrainConfig(Config):
         except TypeError:
             raise ConfigError("rank_sim_overrides", changes, "SimConfig fields") from None
 
+    def worker_device(self) -> str:
+        """The device each worker trains and simulates on: `device`, or with "auto" a `sim.device` that
+        asks for CUDA (the README's `sim.device=cuda`), else the worker's CUDA device when there is one."""
+        return self.sim.device if self.device == "auto" and self.sim.device != "cpu" else self.device
+
     def frames_per_update(self, world_size: int) -> int:
         return self.ppo.num_steps * self.sim.num_envs * world_size
 
@@ -310,10 +339,6 @@ class TrainConfig(Config):
         return config
 
 
-def preset_names() -> list[str]:
-    return sorted(p.name.removesuffix(".yaml") for p in _presets().iterdir() if p.name.endswith(".yaml"))
-
-
 def load_config(source: str | Path, overrides: list[str] = ()) -> TrainConfig:
     """A preset name or a YAML file, then `key=value` overrides applied in order."""
     path = Path(source)
@@ -322,7 +347,7 @@ def load_config(source: str | Path, overrides: list[str] = ()) -> TrainConfig:
             raise ConfigError("config", str(source), "an existing YAML file or a preset: " + _presets_text())
         text = path.read_text()
     elif source in preset_names():
-        text = (_presets() / f"{source}.yaml").read_text()
+        text = (presets_folder() / f"{source}.yaml").read_text()
     else:
         raise ConfigError("config", str(source), "a YAML file or a preset: " + _presets_text())
     try:
@@ -360,10 +385,6 @@ _YamlLoader.add_implicit_resolver(
     re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$"),
     list("-+0123456789."),
 )
-
-
-def _presets():
-    return resources.files("navzoo.train") / "presets"
 
 
 def _presets_text() -> str:

@@ -1,4 +1,5 @@
-"""What a training run reports: TensorBoard scalars, a JSONL log, a progress bar, a learning-curve plot.
+"""What a training run reports: TensorBoard scalars, a JSONL log, a progress bar, a learning-curve plot,
+and with a W&B project configured, the same scalars in Weights & Biases.
 
 Only the main worker logs; the numbers it writes are already all-reduced over the workers.
 """
@@ -12,18 +13,35 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from navzoo.errors import ConfigError
+from navzoo.train.config import WandbConfig
+
 LOG_NAME = "log.jsonl"
 CURVE_NAME = "learning_curve.png"
 
 
+WANDB_ID_NAME = "wandb-run-id"  # in the run folder: a resumed run logs to the same W&B run
+
+
 class TrainLogger:
-    def __init__(self, run_dir: Path, total_frames: int, initial_frames: int, enabled: bool, resumed: bool):
+    def __init__(
+        self,
+        run_dir: Path,
+        total_frames: int,
+        initial_frames: int,
+        enabled: bool,
+        resumed: bool,
+        wandb: WandbConfig | None = None,
+        config: dict | None = None,
+    ):
         """`resumed`: continuing from a checkpoint at `initial_frames`; what was logged after it is dropped,
-        since those updates run again."""
+        since those updates run again. `wandb` with a project also sends the scalars there, with `config`
+        as the W&B run's config."""
         self.enabled = enabled
         self.run_dir = run_dir
         if not enabled:
             return
+        self.wandb_run = _start_wandb(wandb, run_dir, config) if wandb and wandb.project else None
         from torch.utils.tensorboard import SummaryWriter
 
         if resumed:
@@ -54,6 +72,9 @@ class TrainLogger:
                 self.writer.add_scalar(key, value, frames)
         self.jsonl.write(json.dumps({"frames": frames, **metrics}) + "\n")
         self.jsonl.flush()
+        if self.wandb_run is not None:
+            finite = {k: v for k, v in metrics.items() if v is not None and math.isfinite(v)}
+            self.wandb_run.log({"frames": frames, **finite})
         shown = {
             "fps": f"{metrics.get('perf/fps', 0):.0f}",
             "spl": _fmt(metrics.get("episode/spl")),
@@ -71,6 +92,38 @@ class TrainLogger:
             self.bar.close()
             self.writer.close()
             self.jsonl.close()
+            if self.wandb_run is not None:
+                self.wandb_run.finish()
+
+
+def _start_wandb(settings: WandbConfig, run_dir: Path, config: dict | None):
+    """A W&B run for this run folder: the one started before when resuming (its id is kept in the folder),
+    with every scalar plotted against frames rather than W&B's own step counter, which a resume from a
+    checkpoint would have to rewind."""
+    try:
+        import wandb
+    except ImportError:
+        raise ConfigError(
+            "wandb.project", settings.project, "unset, or install W&B: pip install 'navzoo[wandb]'"
+        ) from None
+    id_file = run_dir / WANDB_ID_NAME
+    run_id = id_file.read_text().strip() if id_file.is_file() else None  # None: W&B makes one
+    run = wandb.init(
+        project=settings.project,
+        entity=settings.entity,
+        name=settings.name or run_dir.resolve().name,
+        group=settings.group,
+        tags=list(settings.tags),
+        mode=settings.mode,
+        dir=str(run_dir),
+        config=config,
+        id=run_id,
+        resume="allow",
+    )
+    id_file.write_text(run.id + "\n")
+    run.define_metric("frames")
+    run.define_metric("*", step_metric="frames")
+    return run
 
 
 def _fmt(value: float | None) -> str:

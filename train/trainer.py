@@ -96,7 +96,7 @@ def train(
     """
     if spec is None and config.model is None:
         raise ConfigError("model", None, "a zoo architecture (only navzoo finetune builds its own policy)")
-    workers = init_workers(config.distributed, config.device)
+    workers = init_workers(config.distributed, config.worker_device())
     try:
         trainer = Trainer(config, Path(run_dir), workers, spec, callbacks)
         return trainer.run(resume or restart_count() > 0, overwrite)
@@ -228,7 +228,13 @@ class Trainer:
         elif cfg.init_from is not None:
             self._initialise_from(cfg.init_from)
         logger = TrainLogger(
-            self.run_dir, cfg.total_frames, self.frames, enabled=workers.is_main, resumed=found is not None
+            self.run_dir,
+            cfg.total_frames,
+            self.frames,
+            enabled=workers.is_main,
+            resumed=found is not None,
+            wandb=cfg.wandb,
+            config=cfg.to_dict(),
         )
         logger.event(
             event="resume" if found else "start",

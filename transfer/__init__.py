@@ -9,15 +9,27 @@ five as a sweep with a performance-vs-frames plot (navzoo.transfer.sweep.run_swe
 the training stack, so they are not imported here.
 """
 
-from navzoo.transfer.config import TransferConfig, transfer_train_config
-from navzoo.transfer.imagenet import ImageNetWeightsError
-from navzoo.transfer.settings import SETTINGS, build_setting, setting_id
+import importlib
 
-__all__ = [
-    "SETTINGS",
-    "ImageNetWeightsError",
-    "TransferConfig",
-    "build_setting",
-    "setting_id",
-    "transfer_train_config",
-]
+# name -> module; imported on first use, so `navzoo finetune --help` does not load torch
+_EXPORTS = {
+    "TransferConfig": "navzoo.transfer.config",
+    "transfer_train_config": "navzoo.transfer.config",
+    "ImageNetWeightsError": "navzoo.transfer.imagenet",
+    "SETTINGS": "navzoo.transfer.setting_names",
+    "setting_id": "navzoo.transfer.setting_names",
+    "build_setting": "navzoo.transfer.settings",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'navzoo.transfer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

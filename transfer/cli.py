@@ -8,12 +8,13 @@ import os
 from pathlib import Path
 
 from navzoo.errors import ConfigError
+from navzoo.train.config_options import add_config_options, option_overrides, print_config
 
 DEFAULT_FRAMES = 1_000_000
 
 
 def register(subparsers) -> None:
-    from navzoo.transfer.settings import SETTINGS
+    from navzoo.transfer.setting_names import SETTINGS
 
     settings = "; ".join(f"{s.id}: {s.description}" for s in SETTINGS.values())
     parser = subparsers.add_parser(
@@ -41,6 +42,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--run-dir",
+        "--out",
         help="run folder (default runs/finetune/TASK-SETTING); with --setting all, the sweep's folder",
     )
     parser.add_argument("--resume", action="store_true", help="continue the run saved in --run-dir")
@@ -66,6 +68,7 @@ def register(subparsers) -> None:
         "--planner-hidden-size", type=int, help="neural-controller planner width (default 512)"
     )
     group.add_argument("--planner-layers", type=int, help="neural-controller planner LSTM layers (default 2)")
+    add_config_options(parser, frames=False)
     sweep = parser.add_argument_group("sweep (--setting all)")
     sweep.add_argument("--eval-episodes", type=int, default=32, help="val episodes per point (default 32)")
     sweep.add_argument("--points", type=int, default=5, help="checkpoints evaluated per run (default 5)")
@@ -76,7 +79,7 @@ def register(subparsers) -> None:
 def _run(args) -> int:
     from navzoo.transfer.config import TransferConfig, transfer_train_config
     from navzoo.transfer.finetune import load_base
-    from navzoo.transfer.settings import setting_id
+    from navzoo.transfer.setting_names import setting_id
 
     if args.resume and args.setting != "all":
         return _resume(args)
@@ -84,14 +87,17 @@ def _run(args) -> int:
         if value is None:
             raise ConfigError(flag, None, "a value (or --resume --run-dir RUN to continue a run)")
     frames = int(args.frames or DEFAULT_FRAMES)
-    if args.setting == "all":
-        return _sweep(args, frames, _options(args))
-    transfer = TransferConfig(
-        task=args.task, setting=setting_id(args.setting), base=args.base, **_options(args)
-    )
+    overrides = [*args.overrides, *option_overrides(args)]
+    if args.setting == "all" and not args.print_config:
+        return _sweep(args, frames, overrides, _options(args))
+    setting = setting_id("scratch" if args.setting == "all" else args.setting)
+    transfer = TransferConfig(task=args.task, setting=setting, base=args.base, **_options(args))
     run_dir = Path(args.run_dir or f"runs/finetune/{transfer.task}-{transfer.setting}")
-    base = load_base(transfer.base)
-    config = transfer_train_config(base, transfer.task, frames, args.overrides)
+    base = load_base(transfer.base, transfer.setting)
+    config = transfer_train_config(base, transfer.task, frames, overrides)
+    if args.print_config:
+        print_config({"transfer": transfer.to_dict(), "train": config.to_dict()})
+        return 0
     return _train(transfer, config, run_dir, resume=False, overwrite=args.overwrite, base=base)
 
 
@@ -111,7 +117,7 @@ def _resume(args) -> int:
     """Continue a run with its saved configs; --frames and overrides may extend or change the training."""
     from navzoo.train.config import TrainConfig, apply_override
     from navzoo.transfer.finetune import load_run
-    from navzoo.transfer.settings import setting_id
+    from navzoo.transfer.setting_names import setting_id
 
     if args.run_dir is None:
         raise ConfigError("--run-dir", None, "the run folder to resume")
@@ -126,12 +132,15 @@ def _resume(args) -> int:
             raise ConfigError(
                 name, value, f"{saved[name]!r} as saved in the run, or leave it out with --resume"
             )
-    overrides = list(args.overrides) + ([f"total_frames={int(args.frames)}"] if args.frames else [])
+    overrides = [*args.overrides, *option_overrides(args)]  # --frames included
     if overrides:
         data = config.to_dict()
         for item in overrides:
             apply_override(data, item)
         config = TrainConfig.from_dict(data)
+    if args.print_config:
+        print_config({"transfer": transfer.to_dict(), "train": config.to_dict()})
+        return 0
     return _train(transfer, config, Path(args.run_dir), resume=True)
 
 
@@ -154,13 +163,13 @@ def _train(transfer, config, run_dir: Path, resume: bool, overwrite: bool = Fals
     return 0
 
 
-def _sweep(args, frames: int, options: dict) -> int:
+def _sweep(args, frames: int, overrides: list[str], options: dict) -> int:
     from navzoo.transfer.sweep import EvalPlan, run_sweep
 
     out = Path(args.run_dir or f"runs/finetune/{args.task}-sweep")
     plan = EvalPlan(episodes=args.eval_episodes, points=args.points)
     results = run_sweep(
-        args.task, args.base, frames, out, plan=plan, overrides=args.overrides, transfer_options=options
+        args.task, args.base, frames, out, plan=plan, overrides=overrides, transfer_options=options
     )
     print(f"{'setting':<36} {'frames':>10} {results['metric']:>14}")
     for entry in results["settings"].values():

@@ -13,8 +13,6 @@ only. What each one trains (everything else is frozen):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from navzoo.errors import ConfigError
 from navzoo.models import (
     ActorCritic,
@@ -26,49 +24,9 @@ from navzoo.models import (
 from navzoo.models.policy import CriticHead
 from navzoo.tasks import PointGoal
 from navzoo.transfer.imagenet import load_imagenet_backbone
+from navzoo.transfer.setting_names import SETTINGS, Setting, setting_id
 
-
-@dataclass(frozen=True)
-class Setting:
-    id: str
-    label: str  # the name DD-PPO's Fig. 5 uses
-    description: str
-
-
-SETTINGS = {
-    s.id: s
-    for s in (
-        Setting("scratch", "Scratch", "visual encoder and policy trained from scratch"),
-        Setting(
-            "imagenet-encoder",
-            "ImageNetEncoder-ScratchPolicy",
-            "frozen ImageNet-pretrained timm encoder, policy from scratch",
-        ),
-        Setting(
-            "pointgoal-encoder",
-            "PointGoalNavEncoder-ScratchPolicy",
-            "frozen PointGoal visual encoder, policy from scratch",
-        ),
-        Setting(
-            "pointgoal-finetune",
-            "PointGoalNavEncoder-FinetunePolicy",
-            "frozen PointGoal encoder, PointGoal policy fine-tuned with a dummy goal, new critic",
-        ),
-        Setting(
-            "neural-controller",
-            "Neural Controller",
-            "frozen PointGoal policy as a differentiable controller steered by a trained planner",
-        ),
-    )
-}
-
-
-def setting_id(name: str) -> str:
-    """A setting id from its id or its DD-PPO name (any case)."""
-    for setting in SETTINGS.values():
-        if name.lower() in (setting.id, setting.label.lower()):
-            return setting.id
-    raise ConfigError("setting", name, tuple(SETTINGS))
+__all__ = ["SETTINGS", "Setting", "build_setting", "check_base", "setting_id"]
 
 
 def check_base(base: ActorCritic, source: str, setting: str | None = None) -> PointNavPolicy:

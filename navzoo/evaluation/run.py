@@ -16,11 +16,12 @@ from pathlib import Path
 
 import torch
 
-from navzoo.baselines import BASELINES, GOAL_BASELINES, check_baseline_task, make_baseline
+from navzoo.baselines import BASELINES, check_baseline_task, make_baseline
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.evaluation.episodes import EpisodeResult, evaluate
 from navzoo.evaluation.report import episode_map, plot_by_distance, summarize
 from navzoo.models import ActorCritic
+from navzoo.names import GOALLESS_BASELINES
 from navzoo.policy_agent import PolicyAgent, check_sim_config, sim_settings
 from navzoo.replay import SUFFIX, make_replay, save_replay
 from navzoo.sim.batch_sim import BatchSim
@@ -30,7 +31,6 @@ from navzoo.topdown import save_png
 from navzoo.zoo import HF_HUB_PREFIX, load
 
 DEFAULT_AGENTS = ("navzoo-pointnav-depth", *BASELINES)  # the shipped depth agent against the baselines
-GOALLESS_BASELINES = tuple(b for b in BASELINES if b not in GOAL_BASELINES)  # the agents Flee / Explore run
 BASELINE_SENSORS, BASELINE_RESOLUTION = ("depth",), (64, 64)  # baselines read no images; any camera works
 EVAL_FILE = "eval.json"
 FIGURE_FILE = "spl_by_distance.png"

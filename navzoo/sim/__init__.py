@@ -1,30 +1,37 @@
-"""The embedded batch simulator: procedural indoor scenes, PointGoal / Flee / Explore, depth and RGB."""
+"""The embedded batch simulator: procedural indoor scenes, PointGoal / Flee / Explore, depth and RGB.
 
-import gymnasium
+Its names are imported on first use, so that reading navzoo.sim.config (the command line's parsers) does
+not load torch and the renderer.
+"""
 
-from navzoo.sim.batch_sim import BatchSim
-from navzoo.sim.config import ACTION_NAMES, MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, SimConfig
-from navzoo.sim.episodes import Episode, load_episodes, save_episodes, split_episodes
-from navzoo.sim.scenes import Scene, generate_scene
-from navzoo.tasks import TASKS
+import importlib
 
-for _task in TASKS.values():
-    gymnasium.register(
-        f"navzoo/{_task.gym_id}-v0", entry_point="navzoo.sim.gym_env:NavEnv", kwargs={"task": _task.name}
-    )
+# name -> module
+_EXPORTS = {
+    "BatchSim": "navzoo.sim.batch_sim",
+    "SimConfig": "navzoo.sim.config",
+    "ACTION_NAMES": "navzoo.sim.config",
+    "MOVE_FORWARD": "navzoo.sim.config",
+    "STOP": "navzoo.sim.config",
+    "TURN_LEFT": "navzoo.sim.config",
+    "TURN_RIGHT": "navzoo.sim.config",
+    "Episode": "navzoo.sim.episodes",
+    "load_episodes": "navzoo.sim.episodes",
+    "save_episodes": "navzoo.sim.episodes",
+    "split_episodes": "navzoo.sim.episodes",
+    "Scene": "navzoo.sim.scenes",
+    "generate_scene": "navzoo.sim.scenes",
+}
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "ACTION_NAMES",
-    "MOVE_FORWARD",
-    "STOP",
-    "TURN_LEFT",
-    "TURN_RIGHT",
-    "BatchSim",
-    "Episode",
-    "Scene",
-    "SimConfig",
-    "generate_scene",
-    "load_episodes",
-    "save_episodes",
-    "split_episodes",
-]
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'navzoo.sim' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -2,18 +2,11 @@
 
 from dataclasses import dataclass
 
-import torch
-
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError
-from navzoo.tasks import TASKS as _TASK_OBJECTS
+from navzoo.names import ACTION_NAMES, RENDERERS, SCENE_FAMILIES, SENSORS, SPLITS, TASKS
 from navzoo.typed_config import check_field_types
 
-TASKS = tuple(_TASK_OBJECTS)  # navzoo.tasks defines them
-SPLITS = ("train", "val", "test")
-SENSORS = ("depth", "rgb")
-RENDERERS = ("auto", "numba", "torch")
-SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")
 # Upper bounds that catch a typo before it allocates: 4096 px is past any camera navzoo trains with, and
 # a million environments is far past what one machine steps.
 MAX_RESOLUTION = 4096
@@ -21,7 +14,7 @@ MAX_NUM_ENVS = 1 << 20
 
 # Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
-ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
+__all__ = ["ACTION_NAMES", "RENDERERS", "SCENE_FAMILIES", "SENSORS", "SPLITS", "TASKS", "SimConfig"]
 
 
 @dataclass(frozen=True)
@@ -109,7 +102,7 @@ class SimConfig(Config):
             )
         _check_device(self.device)
         _one_of("renderer", self.renderer, RENDERERS)
-        if self.renderer == "numba" and torch.device(self.device).type != "cpu":
+        if self.renderer == "numba" and not self.device.startswith("cpu"):
             raise ConfigError("renderer", self.renderer, "'auto' or 'torch' on CUDA (numba is CPU-only)")
 
 
@@ -119,6 +112,8 @@ def _one_of(name: str, value: object, allowed: tuple) -> None:
 
 
 def _check_device(device: str) -> None:
+    import torch  # here, not at the top: the command line reads this module's names without torch
+
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:

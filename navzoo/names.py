@@ -1,0 +1,19 @@
+"""The names navzoo's users type: tasks, splits, cameras, scene families, actions, baselines, action modes.
+
+They live here, apart from the code that gives them meaning, so that the command line can build its
+parsers (choices and help) without importing torch. The modules that define them check against these
+(navzoo.tasks, navzoo.baselines; tests/test_cli.py).
+"""
+
+TASKS = ("pointnav", "flee", "explore")
+GYM_IDS = {"pointnav": "PointNav", "flee": "Flee", "explore": "Explore"}  # gymnasium's navzoo/<id>-v0
+SPLITS = ("train", "val", "test")
+SENSORS = ("depth", "rgb")
+SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")
+RENDERERS = ("auto", "numba", "torch")
+# Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
+ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
+BASELINES = ("random", "forward-only", "goal-follower", "oracle")
+GOAL_BASELINES = ("goal-follower", "oracle")  # they read PointGoal's goal
+GOALLESS_BASELINES = tuple(b for b in BASELINES if b not in GOAL_BASELINES)  # the ones Flee / Explore run
+ACTION_MODES = ("sampled", "deterministic")  # how a model picks its action
