@@ -4,10 +4,9 @@
 command line's --help) stays fast; importing it registers navzoo's gymnasium environments.
 """
 
-import importlib
-
 from navzoo.errors import ConfigError, EpisodeError, NavzooError
 from navzoo.gym_registration import register_envs
+from navzoo.lazy_exports import lazy_exports
 from navzoo.version import __version__
 
 register_envs()
@@ -32,14 +31,4 @@ __all__ = [  # noqa: RUF022 - the eager names, then the lazy ones
     "load",
 ]
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'navzoo' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -9,7 +9,7 @@ five as a sweep with a performance-vs-frames plot (navzoo.transfer.sweep.run_swe
 the training stack, so they are not imported here.
 """
 
-import importlib
+from navzoo.lazy_exports import lazy_exports
 
 # name -> module; imported on first use, so `navzoo finetune --help` does not load torch
 _EXPORTS = {
@@ -22,14 +22,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'navzoo.transfer' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

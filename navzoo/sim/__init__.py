@@ -4,7 +4,7 @@ Its names are imported on first use, so that reading navzoo.sim.config (the comm
 not load torch and the renderer.
 """
 
-import importlib
+from navzoo.lazy_exports import lazy_exports
 
 # name -> module
 _EXPORTS = {
@@ -24,14 +24,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'navzoo.sim' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
