@@ -19,6 +19,7 @@ def register_envs() -> None:
             gymnasium.register(
                 env_id,
                 entry_point="navzoo.sim.gym_env:NavEnv",
+                vector_entry_point="navzoo.sim.gym_env:NavVectorEnv",
                 kwargs={"task": task},
                 max_episode_steps=MAX_EPISODE_STEPS,
             )

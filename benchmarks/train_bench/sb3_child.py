@@ -13,78 +13,26 @@ import stable_baselines3
 import torch
 from sb3_contrib import RecurrentPPO
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
 from navzoo.models.configuration import GOAL_SENSOR
-from navzoo.models.policy import PointNavNet
-from navzoo.sim.gym_env import NavEnv, NavVectorEnv
+from navzoo.sb3 import NavVecEnv, NavzooFeaturesExtractor
+from navzoo.sim.gym_env import NavEnv
 from navzoo.train.config import load_config
 
 
-class NavzooFeatures(BaseFeaturesExtractor):
-    """navzoo's visual encoder + visual_fc and goal embedding: the LSTM's inputs, as in PointNavNet."""
+class NavzooFeatures(NavzooFeaturesExtractor):
+    """navzoo's features extractor, counting the frames it encodes with gradients (PPO's passes, padding
+    included)."""
 
     def __init__(self, observation_space, policy_config, seed: int):
-        torch.manual_seed(seed)
-        net = PointNavNet(policy_config)
-        visual = policy_config.hidden_size if net.visual_encoder is not None else 0
-        super().__init__(observation_space, features_dim=visual + 32)
-        self.visual_encoder, self.visual_fc = net.visual_encoder, net.visual_fc
-        self.tgt_embeding = net.tgt_embeding
-        self.grad_frames = 0  # frames encoded with gradients: PPO's passes, padding included
+        super().__init__(observation_space, policy_config, seed)
+        self.grad_frames = 0
 
     def forward(self, observations):
         if torch.is_grad_enabled():
             self.grad_frames += observations[GOAL_SENSOR].shape[0]
-        rho, phi = observations[GOAL_SENSOR][:, 0], observations[GOAL_SENSOR][:, 1]
-        goal = self.tgt_embeding(torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1))
-        if self.visual_encoder is None:
-            return goal
-        return torch.cat([self.visual_fc(self.visual_encoder(observations)), goal], 1)
-
-
-class VectorBridge(VecEnv):
-    """sb3's VecEnv interface over navzoo's gymnasium NavVectorEnv (one batched simulator)."""
-
-    def __init__(self, sim_config):
-        self.venv = NavVectorEnv(sim_config)
-        super().__init__(
-            sim_config.num_envs, self.venv.single_observation_space, self.venv.single_action_space
-        )
-        self.actions = None
-
-    def reset(self):
-        obs, _ = self.venv.reset()
-        return obs
-
-    def step_async(self, actions):
-        self.actions = actions
-
-    def step_wait(self):
-        obs, reward, terminated, truncated, info = self.venv.step(self.actions)
-        done = terminated | truncated
-        infos = [{} for _ in range(self.num_envs)]
-        for i in np.flatnonzero(done):
-            infos[i]["terminal_observation"] = info["final_obs"][i]
-            infos[i]["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
-        return obs, reward.astype(np.float32), done, infos
-
-    def close(self):
-        self.venv.close()
-
-    def get_attr(self, attr_name, indices=None):
-        return [getattr(self.venv, attr_name)] * len(self._get_indices(indices))
-
-    def set_attr(self, attr_name, value, indices=None):
-        setattr(self.venv, attr_name, value)
-
-    def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
-        result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
-        return [result] * len(self._get_indices(indices))
-
-    def env_is_wrapped(self, wrapper_class, indices=None):
-        return [False] * len(self._get_indices(indices))
+        return super().forward(observations)
 
 
 class TimedEnv(VecEnvWrapper):
@@ -146,7 +94,7 @@ def measure(spec: dict) -> dict:
     n = sim_config.num_envs
 
     if spec["env"] == "vector":
-        base_env = VectorBridge(sim_config)
+        base_env = NavVecEnv(sim_config)
     else:
         makers = [(lambda i=i: NavEnv(sim_config.replace(seed=sim_config.seed * 1000 + i))) for i in range(n)]
         base_env = DummyVecEnv(makers)

@@ -104,22 +104,32 @@ class BatchSim:
         self.env_seeds = torch.tensor(seeds, dtype=torch.long, device=self.device)
         self.episode_counter.zero_()
 
-    def reset(self, seed: int | list[int] | None = None) -> dict[str, torch.Tensor]:
-        """Start a new episode in every environment and return the first observations."""
+    def reset(
+        self, seed: int | list[int] | None = None, envs: torch.Tensor | None = None
+    ) -> dict[str, torch.Tensor]:
+        """Start a new episode in every environment (or in the listed ones) and return the observations."""
         if seed is not None:
             self.seed(seed)
-        everyone = torch.arange(self.num_envs, device=self.device)
-        self._start_episodes(everyone)
+        if envs is None:
+            envs = torch.arange(self.num_envs, device=self.device)
+        self._start_episodes(torch.as_tensor(envs, device=self.device))
         return self.observe()
 
-    def step(self, actions: torch.Tensor):
-        """Apply one action per environment; returns (observations, rewards, dones, info)."""
+    def step(self, actions: torch.Tensor, active: torch.Tensor | None = None):
+        """Apply one action per environment; returns (observations, rewards, dones, info). With `active`
+        [N] bool, only those environments act: the others keep their state and get reward 0 (gymnasium's
+        next-step autoreset shows an episode's first observation one step after its end)."""
         cfg = self.config
         actions = self._check_actions(actions)
         stop = actions == STOP
         turn = (actions == TURN_LEFT).float() - (actions == TURN_RIGHT).float()
-        self.heading = _wrap(self.heading + turn * math.radians(cfg.turn_angle))
         forward = actions == MOVE_FORWARD
+        heading = _wrap(self.heading + turn * math.radians(cfg.turn_angle))
+        if active is not None:
+            active = torch.as_tensor(active, dtype=torch.bool, device=self.device)
+            stop, forward = stop & active, forward & active
+            heading = torch.where(active, heading, self.heading)  # unwrapped: _wrap may move it an ulp
+        self.heading = heading
         delta = torch.stack([torch.cos(self.heading), torch.sin(self.heading)], 1) * cfg.forward_step
         delta = delta * forward[:, None]
         old = self.pos
@@ -129,9 +139,11 @@ class BatchSim:
         collided &= forward
         self.collisions += collided.long()
         self.path_length += (self.pos - old).norm(dim=1)
-        self.steps += 1
+        self.steps += 1 if active is None else active.long()
 
         reward, metrics = self.task.step(self, stop)
+        if active is not None:
+            reward = torch.where(active, reward, 0.0)
         self.episode_return += reward
         truncated = (self.steps >= cfg.max_episode_steps) & ~stop
         done = stop | truncated

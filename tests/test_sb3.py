@@ -1,0 +1,53 @@
+"""stable-baselines3 on the embedded simulator through navzoo.sb3 (the optional sb3 extra)."""
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("stable_baselines3")
+
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_checker import check_env
+from stable_baselines3.common.vec_env import VecMonitor
+
+from navzoo.sb3 import NavVecEnv, NavzooFeaturesExtractor
+from navzoo.sim.gym_env import NavEnv
+
+
+def test_ppo_trains_a_few_hundred_steps_on_the_batch_simulator_with_navzoo_features():
+    env = VecMonitor(NavVecEnv(num_envs=4, resolution=(64, 64), max_episode_steps=40))
+    env.seed(3)
+    model = PPO(
+        "MultiInputPolicy",
+        env,
+        n_steps=64,
+        batch_size=64,
+        n_epochs=1,
+        policy_kwargs={"features_extractor_class": NavzooFeaturesExtractor},
+        seed=0,
+        device="cpu",
+    )
+    before = [p.detach().clone() for p in model.policy.parameters()]
+    model.learn(512)
+    assert model.num_timesteps == 512
+    assert len(model.ep_info_buffer) >= 4 * 512 // 4 // 40  # whole episodes, logged by VecMonitor
+    after = model.policy.parameters()
+    assert any(not torch.equal(a, b.detach()) for a, b in zip(before, after, strict=True))
+    extractor = model.policy.features_extractor
+    assert extractor.features_dim == 256 + 32  # SimpleCNN's visual_fc and the goal embedding
+
+
+def test_the_vec_env_resets_in_the_step_an_episode_ends_as_sb3_expects():
+    env = NavVecEnv(num_envs=2, resolution=(16, 16), max_episode_steps=3)
+    env.reset()
+    for _ in range(3):
+        env.step_async(np.array([2, 2]))
+        obs, reward, done, infos = env.step_wait()
+    assert done.all() and reward.dtype == np.float32
+    assert all(i["TimeLimit.truncated"] and "terminal_observation" in i for i in infos)
+    assert set(infos[0]["episode_metrics"]) >= {"success", "spl"}
+    assert (env.venv.sim.steps == 0).all() and env.venv.observation_space.contains(obs)
+
+
+def test_the_single_environment_passes_sb3s_checker():
+    check_env(NavEnv(resolution=(16, 16), max_episode_steps=20), warn=False)
