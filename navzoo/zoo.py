@@ -33,8 +33,8 @@ from navzoo.model_registry import (
     model_entry,
     unknown_model_message,
 )
-from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig
-from navzoo.models.weights import load_pretrained
+from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig, build_policy
+from navzoo.models.weights import load_pretrained, read_config
 from navzoo.weight_sources.habitat_release import cached_release, release_folder
 from navzoo.weight_sources.hf_hub import hub_folder, is_cached
 
@@ -76,7 +76,12 @@ def create_model(name: str, pretrained: bool = False, **overrides: Any) -> Point
     Keyword overrides change fields of the entry's PolicyConfig (e.g. resolution=(128, 128)); they
     cannot be combined with released weights, whose shapes are fixed. For timm entries, pretrained=True
     means the encoder starts from timm's ImageNet weights.
+
+    As in timm, `name` may also be "hf-hub:org/name" (or a model folder): its architecture, with its
+    weights when `pretrained=True` (that is `load(name)`), else freshly initialised.
     """
+    if str(name).startswith(HF_HUB_PREFIX) or (find_entry(str(name)) is None and Path(name).is_dir()):
+        return _create_from_folder(str(name), pretrained, overrides)
     entry = model_entry(name)
     if pretrained and entry.weights_source is not None:
         if overrides:
@@ -99,6 +104,17 @@ def create_model(name: str, pretrained: bool = False, **overrides: Any) -> Point
         fields = ", ".join(f.name for f in dataclasses.fields(PolicyConfig))
         raise ConfigError("overrides", sorted(overrides), f"PolicyConfig fields: {fields}") from None
     return PointNavPolicy(config.replace(metadata=entry.metadata))
+
+
+def _create_from_folder(name: str, pretrained: bool, overrides: dict[str, Any]) -> ActorCritic:
+    if overrides:
+        raise ConfigError(
+            "overrides", sorted(overrides), f"none: {name}'s config.json fixes the architecture"
+        )
+    if pretrained:
+        return load(name)
+    config, _ = read_config(locate(name)[0])
+    return build_policy(config, fetch_timm_weights=False)
 
 
 def load(

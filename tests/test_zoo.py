@@ -178,6 +178,31 @@ def test_save_and_load_folder_round_trip(tmp_path):
         assert torch.equal(before.value, after.value) and torch.equal(before.hidden, after.hidden)
 
 
+def test_create_model_takes_a_model_folder_as_timm_takes_hub_ids(tmp_path):
+    """timm's create_model('hf-hub:org/x', pretrained=...) habit: the architecture of a saved model,
+    with its weights or freshly initialised."""
+    folder = save_pretrained(navzoo.load("navzoo-pointnav-blind"), tmp_path / "model")
+    trained, fresh = navzoo.create_model(str(folder), pretrained=True), navzoo.create_model(str(folder))
+    assert trained.config == fresh.config and trained.name == "navzoo-pointnav-blind"
+    assert fresh.training and not trained.training
+    key = "net.state_encoder.rnn.weight_hh_l0"
+    assert not torch.equal(trained.state_dict()[key], fresh.state_dict()[key])
+    with pytest.raises(ConfigError, match="config.json fixes the architecture"):
+        navzoo.create_model(str(folder), hidden_size=8)
+
+
+def test_exported_files_follow_the_umask_so_a_group_can_read_them(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        folder = save_pretrained(navzoo.load("navzoo-pointnav-blind"), tmp_path / "model")
+    finally:
+        os.umask(previous)
+    assert {p.name: p.stat().st_mode & 0o777 for p in folder.iterdir()} == {
+        CONFIG_NAME: 0o644,
+        WEIGHTS_NAME: 0o644,
+    }
+
+
 def test_a_model_folder_written_before_models_had_a_task_loads(tmp_path):
     """config.json as navzoo wrote it before tasks and dummy goals existed (the shipped agents' layout):
     name and provenance beside the architecture, no task, no dummy_goal. It is a PointGoal model."""

@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import safetensors.torch
 import torch
 from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from navzoo.errors import ConfigError, WeightsFormatError
 from navzoo.models import ActorCritic, ModelConfig, build_policy, config_from_dict
@@ -39,7 +40,10 @@ def save_pretrained(
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {k: _stored(v, dtype) for k, v in policy.state_dict().items()}
-    save_file(tensors, folder / WEIGHTS_NAME, metadata={"format": "pt", "navzoo_format": FORMAT})
+    # Written from bytes, so the file gets the umask's permissions (safetensors' save_file makes it 0600,
+    # which other members of a group sharing run folders cannot read).
+    data = safetensors.torch.save(tensors, metadata={"format": "pt", "navzoo_format": FORMAT})
+    (folder / WEIGHTS_NAME).write_bytes(data)
     # The metadata sit beside the architecture, where every navzoo version has read them.
     config = {
         "format": FORMAT,
