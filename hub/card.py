@@ -14,11 +14,15 @@ from typing import Any
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from navzoo.evaluation import format_estimate
 from navzoo.models import NeuralControllerConfig, config_from_dict
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import CardText, get_task
 
 TRAINED_BY = ("navzoo train", "navzoo finetune")  # provenance sources that carry a training record
+# The card's generated part sits between these lines; a re-push replaces it and keeps the text around it.
+BEGIN = "<!-- navzoo: generated card, replaced on every push -->"
+END = "<!-- navzoo: end of generated card -->"
 BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation")
 
 
@@ -95,12 +99,35 @@ def model_card(
     name = repo_id.rsplit("/", 1)[-1]
     data = card_data(config, evaluation, license=license, base_model=base_model, name=name)
     sections = [
-        _summary(data.model_name, config, get_task(_task_id(evaluation)).card),
+        _summary(repo_id, config, get_task(_task_id(evaluation)).card),
         _results(evaluation, video, figure),
         _provenance(config, base_model or config.get("provenance", {}).get("base_model"), learning_curve),
         _usage(repo_id, _task_id(evaluation)),
     ]
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n\n".join(sections) + "\n")
+    body = "\n\n".join(sections)
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{BEGIN}\n{body}\n{END}\n")
+
+
+def merge_card(generated: ModelCard, existing: ModelCard | None) -> ModelCard:
+    """The card to push over `existing` (the repository's card, if it has one): the generated block and
+    metadata replace their earlier versions, and what a person added stays: text outside the block,
+    metadata keys navzoo does not write, tags beside navzoo's. A card without the block (written by hand,
+    or by navzoo before it had one) keeps its text below the new block."""
+    if existing is None:
+        return generated
+    metadata = {**existing.data.to_dict(), **generated.data.to_dict()}
+    tags = [*generated.data.tags, *(t for t in existing.data.tags or [] if t not in generated.data.tags)]
+    metadata["tags"] = tags
+    block = generated.text.strip()
+    text = existing.text
+    if BEGIN in text and END in text:
+        before, rest = text.split(BEGIN, 1)
+        after = rest.split(END, 1)[1]
+        text = f"{before}{block}{after}"
+    else:
+        text = f"{block}\n\n{text.strip()}\n" if text.strip() else f"{block}\n"
+    data = ModelCardData(**metadata)
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{text.lstrip()}")
 
 
 def _summary(name: str, config: dict[str, Any], task: CardText) -> str:
@@ -126,22 +153,18 @@ def _results(evaluation: dict[str, Any], video: str | None, figure: str | None) 
     summary, task = evaluation["summary"], get_task(_task_id(evaluation))
     on_task = "" if task.has_goal else f" on {task.card.task_name}"
 
-    def rate(name: str) -> str:
-        ci = summary.get(f"{name}_ci95")
-        return f"{summary[name]:.3f}" + (f" ± {ci:.3f}" if ci is not None else "")
-
     names = [label for _, label in task.metrics]
     lines = [
         "## Evaluation",
         "",
         f"{summary['episodes']} episodes of the **{evaluation['split']}** split of navzoo's embedded "
-        f"simulator{on_task}, actions {evaluation['action_mode']} (`navzoo eval`; ± is a 95% confidence "
-        "interval).",
+        f"simulator{on_task}, actions {evaluation['action_mode']} (`navzoo eval`; 95% confidence intervals: "
+        "± for means, [low, high] Wilson intervals for success rates).",
         "",
         "| Split | Episodes | " + " | ".join(names) + " |",
         "|---" * (2 + len(names)) + "|",
         f"| {evaluation['split']} | {summary['episodes']} | "
-        + " | ".join(rate(metric) for metric, _ in task.metrics)
+        + " | ".join(format_estimate(summary, metric).replace("±", "± ") for metric, _ in task.metrics)
         + " |",
     ]
     if summary.get("by_distance"):

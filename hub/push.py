@@ -18,18 +18,24 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from huggingface_hub import CommitInfo, HfApi
-from huggingface_hub.errors import HfHubHTTPError, HFValidationError
+from huggingface_hub import CommitInfo, HfApi, ModelCard
+from huggingface_hub.errors import (
+    EntryNotFoundError,
+    HfHubHTTPError,
+    HFValidationError,
+    RevisionNotFoundError,
+)
 
 from navzoo.errors import NavzooError
 from navzoo.evaluation import run
-from navzoo.hub.card import TRAINED_BY, model_card
+from navzoo.hub.card import TRAINED_BY, merge_card, model_card
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
 from navzoo.replay import load_replay
 from navzoo.replay_view import ReplayView
 from navzoo.tasks import get_task
 from navzoo.video import write_mp4
 
+CARD_NAME = "README.md"
 EVAL_NAME = "eval.json"
 FIGURE_NAME = "spl_by_distance.png"
 VIDEO_NAME = "replay.mp4"
@@ -85,7 +91,7 @@ def write_repo_folder(
         figure=FIGURE_NAME if (out / FIGURE_NAME).is_file() else None,
         learning_curve=LEARNING_CURVE_NAME if (out / LEARNING_CURVE_NAME).is_file() else None,
     )
-    card.save(out / "README.md")
+    card.save(out / CARD_NAME)
     return out
 
 
@@ -161,13 +167,19 @@ def upload(
     token: str | None = None,
     commit_message: str = "Upload navzoo model",
 ) -> CommitInfo:
-    """Create the repository (and branch) if needed and upload `folder` as one commit."""
+    """Create the repository (and branch) if needed and upload `folder` as one commit. The folder's card
+    is first merged into the one the repository has (hub.card.merge_card), so text and metadata a person
+    added there survive."""
     api = HfApi(token=token, library_name="navzoo")
     try:
         # not private: the organisation's default visibility, as huggingface_hub does
         api.create_repo(repo_id, private=private or None, exist_ok=True)
         if revision and not create_pr:
             api.create_branch(repo_id, branch=revision, exist_ok=True)
+        card_path = folder / CARD_NAME
+        if card_path.is_file():
+            existing = _repository_card(api, repo_id, None if create_pr else revision)
+            merge_card(ModelCard(card_path.read_text()), existing).save(card_path)
         return api.upload_folder(
             repo_id=repo_id,
             folder_path=folder,
@@ -184,6 +196,15 @@ def upload(
             403: "the token cannot write here: use a write token of a member of the organisation",
         }.get(status, "check the repository id and your connection, then push again")
         raise HubError(f"uploading to {repo_id} failed ({err}); {hint}") from None
+
+
+def _repository_card(api: HfApi, repo_id: str, revision: str | None) -> ModelCard | None:
+    """The model card the repository holds at `revision`, or None if it has none yet."""
+    try:
+        path = api.hf_hub_download(repo_id, CARD_NAME, revision=revision)
+    except (EntryNotFoundError, RevisionNotFoundError):
+        return None
+    return ModelCard(Path(path).read_text())
 
 
 def _commit_message(folder: Path) -> str:

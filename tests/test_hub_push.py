@@ -14,6 +14,7 @@ against a cache laid out in a temporary folder.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from huggingface_hub import ModelCard, constants
 import navzoo
 from navzoo.cli import main as cli_main
 from navzoo.errors import NavzooError, UnknownModelError
+from navzoo.hub.card import BEGIN, END
 from navzoo.hub.pull import pull
 from navzoo.hub.push import HubError, upload, write_repo_folder
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
@@ -172,6 +174,8 @@ class FakeHub:
             except ValueError as err:
                 return httpx2.Response(400, json={"errors": [{"message": str(err)}]})
             return httpx2.Response(200, json={"warnings": []})
+        if match := re.fullmatch(r"/(.+?/.+?)/resolve/(.+?)/(.+)", path):
+            return self._download(request, *match.groups())
         if path == "/api/repos/create":
             body = json.loads(request.content)
             repo = f"{body['organization']}/{body['name']}"
@@ -203,6 +207,18 @@ class FakeHub:
         if match := re.fullmatch(r"/api/models/(.+?/.+?)/commit/(.+)", path):
             return self._commit(request, *match.groups())
         return httpx2.Response(404, json={"error": f"no fake for {request.method} {path}"})
+
+    def _download(self, request: httpx2.Request, repo: str, revision: str, name: str) -> httpx2.Response:
+        """A file of a repository, as hf_hub_download reads it: commit and ETag headers, then the bytes."""
+        content = self.repos.get(repo, {}).get("files", {}).get(revision, {}).get(name)
+        if content is None:
+            return httpx2.Response(404, headers={"X-Error-Code": "EntryNotFound"}, json={"error": "no file"})
+        headers = {
+            "X-Repo-Commit": "1" * 40,
+            "ETag": f'"{hashlib.sha256(content).hexdigest()}"',
+            "Content-Length": str(len(content)),
+        }
+        return httpx2.Response(200, headers=headers, content=b"" if request.method == "HEAD" else content)
 
     def _commit(self, request: httpx2.Request, repo: str, revision: str) -> httpx2.Response:
         create_pr = request.url.params.get("create_pr") == "1"
@@ -246,6 +262,28 @@ def test_push_uploads_every_file_in_one_commit(repo_folder, fake_hub):
     assert len(fake_hub.lfs) >= 1  # the weights went through Git LFS
     assert [c["header"]["summary"] for c in fake_hub.commits] == ["first model"]
     assert fake_hub.validated[0]["library_name"] == "navzoo"
+
+
+def test_a_repush_keeps_what_a_person_added_to_the_card(repo_folder, fake_hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    upload(repo_folder, REPO, token=TOKEN)
+    first = ModelCard(fake_hub.repos[REPO]["files"]["main"]["README.md"].decode())
+    assert first.text.lstrip().startswith(BEGIN) and f"# {REPO}" in first.text  # titled by the repository
+    # Someone edits the card on the Hub: a paragraph after the generated part, a metadata key and a tag.
+    edited = ModelCard(first.content)
+    edited.data.datasets = ["someone/apartments"]
+    edited.data.tags = [*edited.data.tags, "hand-picked"]
+    edited.text = edited.text + "\n## Notes from the lab\n\nWorks best in small apartments.\n"
+    fake_hub.repos[REPO]["files"]["main"]["README.md"] = str(edited).encode()
+    # The next push refreshes the generated part and keeps the rest.
+    card_file = repo_folder / "README.md"
+    card_file.write_text(card_file.read_text().replace("## Evaluation", "## Evaluation\n\nRe-evaluated."))
+    upload(repo_folder, REPO, token=TOKEN)
+    second = ModelCard(fake_hub.repos[REPO]["files"]["main"]["README.md"].decode())
+    assert "Works best in small apartments." in second.text and "Re-evaluated." in second.text
+    assert second.text.count(BEGIN) == 1 and second.text.index(END) < second.text.index("Notes from the lab")
+    assert second.data.datasets == ["someone/apartments"] and "hand-picked" in second.data.tags
+    assert second.data.to_dict()["model-index"] == first.data.to_dict()["model-index"]
 
 
 def test_push_to_a_branch_and_as_a_pull_request(repo_folder, fake_hub):
