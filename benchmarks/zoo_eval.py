@@ -112,7 +112,10 @@ def table2(results: dict[str, dict[str, dict]], sensors: dict[str, str]) -> str:
             row[f"{split.capitalize()} Success"] = format_estimate(s, "success")
         rows.append(row)
     episodes = {split: next(iter(by_agent.values()))["episodes"] for split, by_agent in results.items()}
-    note = f"{episodes['val']} val and {episodes['test']} test episodes; ± is a 95% confidence interval."
+    note = (
+        f"{episodes['val']} val and {episodes['test']} test episodes; 95% confidence intervals: ± for SPL, "
+        "[low, high] Wilson intervals for success."
+    )
     return markdown_table([(header, header) for header in rows[0]], rows) + "\n\n" + note
 
 

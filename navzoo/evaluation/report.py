@@ -65,8 +65,8 @@ def format_estimate(summary: dict, key: str, fmt: str = ".3f") -> str:
 def error_bars(summary: dict, key: str) -> tuple[float, float]:
     """(below, above) the mean of its 95% interval, for plotting."""
     mean, ci = summary[key], summary[f"{key}_ci95"]
-    if isinstance(ci, list | tuple):
-        return mean - ci[0], ci[1] - mean
+    if isinstance(ci, list | tuple):  # rounding can leave a bound a hair inside the mean
+        return max(mean - ci[0], 0.0), max(ci[1] - mean, 0.0)
     return ci, ci
 
 
