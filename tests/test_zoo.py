@@ -187,7 +187,7 @@ def test_create_model_takes_a_model_folder_as_timm_takes_hub_ids(tmp_path):
     assert fresh.training and not trained.training
     key = "net.state_encoder.rnn.weight_hh_l0"
     assert not torch.equal(trained.state_dict()[key], fresh.state_dict()[key])
-    with pytest.raises(ConfigError, match="config.json fixes the architecture"):
+    with pytest.raises(ConfigError, match=r"config\.json fixes the architecture"):
         navzoo.create_model(str(folder), hidden_size=8)
 
 
