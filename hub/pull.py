@@ -40,7 +40,8 @@ def pull(model: str, *, revision: str | None = None, cache_dir: str | Path | Non
     """The local folder of `model` (a zoo name, a model folder, hf-hub:org/name[@revision], or org/name
     where no such folder exists), fetched if it is not cached yet; for a model shipped inside navzoo, its
     folder in the package."""
-    from navzoo.zoo import HF_HUB_PREFIX, locate
+    from navzoo.weight_sources.hf_hub import HF_HUB_PREFIX
+    from navzoo.zoo import locate
 
     if "/" in model and not model.startswith(HF_HUB_PREFIX) and not Path(model).is_dir():
         model = HF_HUB_PREFIX + model

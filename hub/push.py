@@ -29,7 +29,8 @@ from huggingface_hub.errors import (
 from navzoo.errors import NavzooError
 from navzoo.evaluation import run
 from navzoo.hub.card import TRAINED_BY, merge_card, model_card
-from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, read_config
+from navzoo.models import ActorCritic
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, read_config
 from navzoo.replay import load_replay
 from navzoo.replay_view import ReplayView
 from navzoo.tasks import get_task
@@ -64,7 +65,7 @@ def write_repo_folder(
 ) -> Path:
     """Write everything `push` uploads into `out` and return it."""
     folder, out = Path(folder), Path(out)
-    load_pretrained(folder)  # refuses a broken folder before anything is evaluated or written
+    ActorCritic.from_folder(folder)  # refuses a broken folder before anything is evaluated or written
     model_config, config = read_config(folder)
     task = model_config.metadata.task
     out.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
 from navzoo.model_registry import ModelEntry, entries, model_entry
 from navzoo.models import GOAL_SENSOR, ModelMetadata, PointNavPolicy, PolicyConfig
 from navzoo.models.resnet import SPECS
-from navzoo.models.weights import check_state_dict, load_pretrained, save_pretrained
+from navzoo.models.weights import check_state_dict, save_pretrained
 from navzoo.torch_files import load_weights_only
 
 PREFIX = "actor_critic."
@@ -181,7 +181,7 @@ def policy_to_habitat_state_dict(policy: PointNavPolicy) -> dict[str, torch.Tens
 
 def export_habitat_checkpoint(src: PointNavPolicy | str | Path, dst: str | Path) -> Path:
     """Write a navzoo policy (or folder) as a habitat-baselines checkpoint {'state_dict': ...}."""
-    policy = src if isinstance(src, PointNavPolicy) else load_pretrained(src)
+    policy = src if isinstance(src, PointNavPolicy) else PointNavPolicy.from_folder(src)
     dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": policy_to_habitat_state_dict(policy)}, dst)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from navzoo.errors import UnknownModelError
-from navzoo.models import GOAL_SENSOR, ModelMetadata, PolicyConfig
+from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
+from navzoo.models.metadata import ModelMetadata
 from navzoo.models.weights import read_config
 
 DDPPO_PAPER = (

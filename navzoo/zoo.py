@@ -34,11 +34,9 @@ from navzoo.model_registry import (
     unknown_model_message,
 )
 from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig, build_policy
-from navzoo.models.weights import load_pretrained, read_config
+from navzoo.models.weights import read_config
 from navzoo.weight_sources.habitat_release import cached_release, release_folder
-from navzoo.weight_sources.hf_hub import hub_folder, is_cached
-
-HF_HUB_PREFIX = "hf-hub:"
+from navzoo.weight_sources.hf_hub import HF_HUB_PREFIX, hub_folder, is_cached
 
 
 def list_models(
@@ -133,7 +131,9 @@ def load(
     name and provenance.
     """
     folder, entry = locate(name, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only)
-    return load_pretrained(folder, device=device, fallback=entry.metadata if entry is not None else None)
+    return ActorCritic.from_folder(
+        folder, device=device, fallback=entry.metadata if entry is not None else None
+    )
 
 
 def locate(

@@ -1,13 +1,18 @@
-"""Shared fixtures and helpers: small hand-built scenes, simulators placed in them, a laid-out Hub cache."""
+"""Shared fixtures and helpers: small hand-built scenes, simulators placed in them, a laid-out Hub cache, a
+fake Hub (tests/fake_hub.py)."""
 
 import hashlib
 import os
 import shutil
 from pathlib import Path
 
+import httpx2
+import huggingface_hub
 import numpy as np
 import pytest
 import torch
+from fake_hub import FakeHub
+from huggingface_hub import constants
 
 from navzoo.sim.render import Camera, SceneAtlas, cast
 from navzoo.sim.scenes import Scene
@@ -24,14 +29,7 @@ def box_room(size_cells: int = 16) -> np.ndarray:
 
 
 def atlas_of(scene: Scene) -> SceneAtlas:
-    return SceneAtlas(
-        heights=torch.from_numpy(scene.heights)[None],
-        materials=torch.from_numpy(scene.materials.astype(np.int64))[None],
-        rooms=torch.from_numpy(scene.rooms.astype(np.int64))[None],
-        wall_materials=torch.from_numpy(scene.wall_materials.astype(np.int64))[None],
-        ceiling=torch.tensor([scene.ceiling_height]),
-        cell_size=scene.cell_size,
-    )
+    return SceneAtlas.of_scene(scene)
 
 
 def render_depth(
@@ -169,3 +167,15 @@ def release_server(tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
     yield server
     server.stop()
+
+
+@pytest.fixture
+def fake_hub(monkeypatch):
+    """huggingface_hub talking to a FakeHub instead of the network."""
+    hub = FakeHub()
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(hub)))
+    huggingface_hub.close_session()  # drop a client built before the factory was set
+    yield hub
+    huggingface_hub.set_client_factory(httpx2.Client)
+    huggingface_hub.close_session()

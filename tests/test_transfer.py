@@ -26,11 +26,11 @@ from navzoo.errors import ConfigError
 from navzoo.models import (
     GOAL_VECTOR_KEY,
     VISUAL_FEATURES_KEY,
+    ActorCritic,
     NeuralControllerPolicy,
     PointNavPolicy,
     VisualEncoder,
 )
-from navzoo.models.weights import load_pretrained
 from navzoo.train import checkpoint as ckpt
 from navzoo.transfer.config import TransferConfig, transfer_train_config
 from navzoo.transfer.finetune import checkpoint_policy, finetune, load_run, policy_spec
@@ -289,7 +289,7 @@ def test_finetune_runs_and_changes_only_what_it_trains(setting, task, base, imag
     assert len(changed & trainable) >= len(trainable) // 2
 
     # The exported model is a Flee/Explore model that remembers its base and setting.
-    exported = load_pretrained(tmp_path)
+    exported = ActorCritic.from_folder(tmp_path)
     assert exported.task == task and type(exported) is type(start)
     assert exported.provenance["source"] == "navzoo finetune"
     assert exported.provenance["base_model"] == BASE
@@ -322,7 +322,7 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
     args = ["-m", "navzoo.cli", "finetune", *common[:-1], str(two), "--frames", str(2 * FRAMES), *TINY]
     out, _ = _run(_torchrun(*args), tmp_path, timeout=240)
     assert "done: 2 updates" in out
-    provenance = load_pretrained(two).provenance
+    provenance = ActorCritic.from_folder(two).provenance
     assert provenance["workers"] == 2 and provenance["frames"] == 2 * FRAMES
 
     _, err = _run(
@@ -424,8 +424,8 @@ def test_pushed_finetuned_model_card_names_its_base(base, tmp_path):
     )
     # A fine-tuning run is a training run: its config and learning curve go with it.
     assert (repo / "train_config.yaml").is_file() and (repo / "learning_curve.png").is_file()
-    assert isinstance(load_pretrained(repo), PointNavPolicy)
-    assert not isinstance(load_pretrained(repo), NeuralControllerPolicy)
+    assert isinstance(ActorCritic.from_folder(repo), PointNavPolicy)
+    assert not isinstance(ActorCritic.from_folder(repo), NeuralControllerPolicy)
 
 
 def test_transfer_from_an_imitation_trained_base_trains_by_ddppo_from_that_base():

@@ -21,8 +21,8 @@ from navzoo import model_registry
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError, WeightsNotAvailableError
 from navzoo.hub.pull import pull
 from navzoo.model_registry import ModelEntry, Provenance, model_entry
-from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
-from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, load_pretrained, save_pretrained
+from navzoo.models import GOAL_SENSOR, ActorCritic, PointNavPolicy, PolicyConfig
+from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
 
 RELEASED_FILES = {
     "gibson-4plus-resnet50.pth",
@@ -323,7 +323,7 @@ def test_broken_config_files_are_reported(saved):
             navzoo.load(saved)
     path.unlink()
     with pytest.raises(WeightsFormatError, match=r"config\.json does not exist"):
-        load_pretrained(saved)
+        ActorCritic.from_folder(saved)
     path.write_text(json.dumps(good))
     (saved / WEIGHTS_NAME).unlink()
     with pytest.raises(WeightsFormatError, match=r"model\.safetensors does not exist"):

@@ -28,7 +28,8 @@ from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SCENE_FAMILIES, SimConfig
 from navzoo.tasks import get_task
 from navzoo.topdown import save_png
-from navzoo.zoo import HF_HUB_PREFIX, load
+from navzoo.weight_sources.hf_hub import HF_HUB_PREFIX
+from navzoo.zoo import load
 
 DEFAULT_AGENTS = ("navzoo-pointnav-depth", *BASELINES)  # the shipped depth agent against the baselines
 BASELINE_SENSORS, BASELINE_RESOLUTION = ("depth",), (64, 64)  # baselines read no images; any camera works

@@ -1,19 +1,13 @@
 """Navigation policies: DD-PPO's PointGoal actor-critic with habitat, BPS and timm visual encoders, and the
 neural controller (a planner steering a frozen PointGoal policy) used for transfer."""
 
-from typing import Any
-
 from navzoo.models.configuration import GOAL_SENSOR, HABITAT_BACKBONES, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
 from navzoo.models.interface import NavigationPolicy, PolicyArchitecture
 from navzoo.models.metadata import ModelMetadata
-from navzoo.models.neural_controller import (
-    ARCHITECTURE_TYPE as NEURAL_CONTROLLER,
-)
-from navzoo.models.neural_controller import (
-    NeuralControllerConfig,
-    NeuralControllerPolicy,
-)
+from navzoo.models.neural_controller import NeuralControllerPolicy
+from navzoo.models.neural_controller_config import ARCHITECTURE_TYPE as NEURAL_CONTROLLER
+from navzoo.models.neural_controller_config import NeuralControllerConfig
 from navzoo.models.policy import (
     GOAL_VECTOR_KEY,
     VISUAL_FEATURES_KEY,
@@ -23,22 +17,12 @@ from navzoo.models.policy import (
     PointNavPolicy,
     PolicyOutput,
 )
-
-ModelConfig = PolicyConfig | NeuralControllerConfig
-
-
-def config_from_dict(data: dict[str, Any]) -> ModelConfig:
-    """The architecture block of a config.json: a PolicyConfig, or a neural controller's (type key)."""
-    if isinstance(data, dict) and data.get("type") == NEURAL_CONTROLLER:
-        return NeuralControllerConfig.from_dict(data)
-    return PolicyConfig.from_dict(data)
+from navzoo.models.weights import ModelConfig, config_from_dict
 
 
 def build_policy(config: ModelConfig, *, fetch_timm_weights: bool = True) -> ActorCritic:
     """A freshly initialised policy of this architecture (`fetch_timm_weights` as for PointNavPolicy)."""
-    if isinstance(config, NeuralControllerConfig):
-        return NeuralControllerPolicy(config, fetch_timm_weights=fetch_timm_weights)
-    return PointNavPolicy(config, fetch_timm_weights=fetch_timm_weights)
+    return ActorCritic.class_for(config)(config, fetch_timm_weights=fetch_timm_weights)
 
 
 __all__ = [

@@ -29,6 +29,7 @@ from torch.distributions import Categorical
 from navzoo.errors import ObservationError
 from navzoo.models.configuration import GOAL_SENSOR, SENSOR_CHANNELS, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
+from navzoo.models.hub_mixin import PolicyHubMixin
 from navzoo.models.state_encoder import RNNStateEncoder
 
 # Precomputed output of the visual encoder may be passed under this key instead of images (habitat's name).
@@ -147,11 +148,12 @@ class PointNavNet(nn.Module):
         return torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1)
 
 
-class ActorCritic(nn.Module):
+class ActorCritic(nn.Module, PolicyHubMixin):
     """Acting and PPO evaluation on top of a subclass's forward(); see the module docstring for shapes.
 
-    Subclasses set `config` (whose metadata say what the model is), `hidden_state_shape` and
-    `visual_encoder`, and implement forward().
+    Subclasses name their `config_class`, set `config` (whose metadata say what the model is),
+    `hidden_state_shape` and `visual_encoder`, and implement forward(). `save_pretrained`,
+    `from_pretrained` and `push_to_hub` come from navzoo.models.hub_mixin.
     """
 
     # What the model is, read from its config (navzoo.models.metadata).
@@ -254,6 +256,8 @@ class ActorCritic(nn.Module):
 
 class PointNavPolicy(ActorCritic):
     """Actor-critic for PointGoal navigation; see the module docstring for shapes."""
+
+    config_class = PolicyConfig
 
     def __init__(self, config: PolicyConfig, *, fetch_timm_weights: bool = True):
         """`fetch_timm_weights=False` builds a timm encoder without fetching the ImageNet weights that

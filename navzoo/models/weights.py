@@ -1,12 +1,16 @@
 """navzoo's weight format: a folder with config.json (name, task and provenance beside the architecture:
 sensors, sizes, actions) and model.safetensors (parameters and buffers under habitat-baselines'
-PointNavResNetPolicy names)."""
+PointNavResNetPolicy names).
+
+This module writes and reads the files and checks them against a policy; it imports no model class, so the
+policies themselves can use it (ActorCritic.save_pretrained / from_pretrained, which build the right class).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import safetensors.torch
 import torch
@@ -14,14 +18,27 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
 from navzoo.errors import ConfigError, WeightsFormatError
-from navzoo.models import ActorCritic, ModelConfig, build_policy, config_from_dict
+from navzoo.models.configuration import PolicyConfig
 from navzoo.models.metadata import METADATA_KEYS, ModelMetadata
+from navzoo.models.neural_controller_config import ARCHITECTURE_TYPE, NeuralControllerConfig
+
+if TYPE_CHECKING:
+    from navzoo.models.policy import ActorCritic
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 FORMAT = "navzoo-policy"
 FORMAT_VERSION = 1
 MAX_CONFIG_BYTES = 1 << 20  # navzoo writes a few KB; anything this large is not a config
+
+ModelConfig = PolicyConfig | NeuralControllerConfig
+
+
+def config_from_dict(data: dict[str, Any]) -> ModelConfig:
+    """The architecture block of a config.json: a PolicyConfig, or a neural controller's (type key)."""
+    if isinstance(data, dict) and data.get("type") == ARCHITECTURE_TYPE:
+        return NeuralControllerConfig.from_dict(data)
+    return PolicyConfig.from_dict(data)
 
 
 def save_pretrained(
@@ -42,7 +59,9 @@ def save_pretrained(
     tensors = {k: _stored(v, dtype) for k, v in policy.state_dict().items()}
     # Written from bytes, so the file gets the umask's permissions (safetensors' save_file makes it 0600,
     # which other members of a group sharing run folders cannot read).
-    data = safetensors.torch.save(tensors, metadata={"format": "pt", "navzoo_format": FORMAT})
+    # One metadata key: safetensors writes its metadata map in a random order, so with two keys the same
+    # weights could give different bytes (and a re-upload of unchanged weights a new file on the Hub).
+    data = safetensors.torch.save(tensors, metadata={"format": "pt"})
     (folder / WEIGHTS_NAME).write_bytes(data)
     # The metadata sit beside the architecture, where every navzoo version has read them.
     config = {
@@ -173,28 +192,3 @@ def check_shapes(policy: ActorCritic, shapes: dict[str, tuple[int, ...]], source
             + "; ".join(problems)
             + ". The config and the weights disagree: fix the config or convert the checkpoint again."
         )
-
-
-def load_pretrained(
-    folder: str | Path, *, device: str | torch.device = "cpu", fallback: ModelMetadata | None = None
-) -> ActorCritic:
-    """Build the policy described by `folder`/config.json and load `folder`/model.safetensors strictly.
-
-    `fallback` gives the name and provenance where the file has none (a zoo entry's, for its weights).
-    The architecture is first built on the meta device (shapes, no memory) and compared with the shapes in
-    the safetensors header, so a config that disagrees with its weights is refused before anything is
-    allocated.
-    """
-    folder = Path(folder)
-    config, _ = read_config(folder)
-    if fallback is not None:
-        config = config.replace(metadata=config.metadata.or_else(fallback))
-    weights = folder / WEIGHTS_NAME
-    # Weights come from the file, so there is no point fetching timm's ImageNet weights first.
-    with torch.device("meta"):
-        check_shapes(build_policy(config, fetch_timm_weights=False), read_header(weights), str(weights))
-    policy = build_policy(config, fetch_timm_weights=False)
-    tensors = read_weights(weights)
-    check_state_dict(policy, tensors, str(weights))
-    policy.load_state_dict(tensors, strict=True)
-    return policy.to(device).eval()

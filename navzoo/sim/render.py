@@ -57,6 +57,18 @@ class SceneAtlas:
     ceiling: torch.Tensor  # float32 [P]
     cell_size: float
 
+    @classmethod
+    def of_scene(cls, scene) -> "SceneAtlas":
+        """An atlas of one scene (slot 0), on the CPU."""
+        return cls(
+            heights=torch.from_numpy(scene.heights)[None],
+            materials=torch.from_numpy(scene.materials.astype(np.int64))[None],
+            rooms=torch.from_numpy(scene.rooms.astype(np.int64))[None],
+            wall_materials=torch.from_numpy(scene.wall_materials.astype(np.int64))[None],
+            ceiling=torch.tensor([scene.ceiling_height]),
+            cell_size=scene.cell_size,
+        )
+
 
 @dataclass
 class Hits:

@@ -24,6 +24,8 @@ from navzoo.errors import UnknownModelError, WeightsFormatError, WeightsNotAvail
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME
 from navzoo.version import __version__
 
+HF_HUB_PREFIX = "hf-hub:"  # how navzoo (like timm) names a Hub repository where it also takes zoo names
+
 
 def hub_folder(
     repo_id: str,
@@ -31,11 +33,14 @@ def hub_folder(
     revision: str | None = None,
     cache_dir: str | Path | None = None,
     local_files_only: bool = False,
+    token: str | bool | None = None,
+    force_download: bool = False,
     how_to_get: str | None = None,
 ) -> Path:
     """Local snapshot folder of `repo_id` with config.json and model.safetensors, downloading if needed.
 
-    `how_to_get` is appended to the error raised when the files are neither cached nor downloadable.
+    `token` and `force_download` mean what they mean to hf_hub_download. `how_to_get` is appended to the
+    error raised when the files are neither cached nor downloadable.
     """
     where = f"{repo_id}" + (f"@{revision}" if revision else "")
     how_to_get = how_to_get or f"When online, run `navzoo pull hf-hub:{repo_id}` or call navzoo.load again."
@@ -50,6 +55,8 @@ def hub_folder(
                 revision=revision,
                 cache_dir=cache_dir,
                 local_files_only=local_files_only,
+                token=token,
+                force_download=force_download,
                 library_name="navzoo",
                 library_version=__version__,
             )
