@@ -20,6 +20,10 @@ COMMANDS = {
     "finetune": ("navzoo.transfer.cli", "transfer a PointGoal model to Flee or Explore (DD-PPO's settings)"),
     "eval": ("navzoo.eval_cli", "evaluate baselines and trained models on PointGoal, Flee or Explore"),
     "episodes": ("navzoo.sim_cli", "write a split's episodes as a habitat PointNav dataset"),
+    "export-scenes": (
+        "navzoo.export_cli",
+        "write scenes and episodes as a habitat-sim / habitat-lab scene dataset",
+    ),
     "convert": ("navzoo.hub.convert", "convert a habitat-baselines checkpoint to navzoo's format, or back"),
     "push": (
         "navzoo.hub.push_cli",

@@ -13,6 +13,7 @@ import json
 import math
 import reprlib
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -185,13 +186,16 @@ def quaternion_to_heading(q) -> float:
     return math.remainder(yaw + math.pi / 2, 2 * math.pi)
 
 
-def save_episodes(episodes: list[Episode], path: str | Path) -> None:
-    """Write episodes as a habitat-lab PointNav dataset (.json or .json.gz)."""
+def save_episodes(
+    episodes: list[Episode], path: str | Path, scene_path: Callable[[str], str] | None = None
+) -> None:
+    """Write episodes as a habitat-lab PointNav dataset (.json or .json.gz). `scene_path` turns a navzoo
+    scene id into the scene_id written (an exported mesh's path, see navzoo.habitat_export)."""
     data = {
         "episodes": [
             {
                 "episode_id": ep.episode_id,
-                "scene_id": ep.scene_id,
+                "scene_id": scene_path(ep.scene_id) if scene_path else ep.scene_id,
                 "start_position": to_habitat_position(ep.start),
                 "start_rotation": heading_to_quaternion(ep.heading),
                 "info": {
@@ -295,6 +299,8 @@ def _scene_id(value) -> str:
         raise ValueError(
             f"scene_id is {reprlib.repr(value)}, expected a navzoo scene id such as 'apartment/val/00002'"
         )
+    if value.endswith(".glb"):  # an exported scene's mesh, <scenes_dir>/navzoo/<family>/<split>/<index>.glb
+        value = "/".join(value.removesuffix(".glb").split("/")[-3:])
     try:
         parse_scene_id(value)
     except ValueError as exc:  # parse_scene_id's ConfigError says which ids exist

@@ -1,0 +1,33 @@
+"""`navzoo export-scenes`: scenes and episodes as a habitat-sim / habitat-lab scene dataset."""
+
+from navzoo.names import SPLITS
+from navzoo.sim_cli import add_families_option
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "export-scenes",
+        help="write scenes and episodes as a habitat-sim / habitat-lab scene dataset",
+        description="Write one glTF mesh per scene, a habitat-sim scene dataset config and the scenes' "
+        "PointNav episodes in habitat-lab's dataset layout (see navzoo.habitat_export).",
+    )
+    parser.add_argument("out", help="folder to write: new, empty, or an earlier export to update")
+    parser.add_argument("--split", default="val", choices=SPLITS, help="the split (default val)")
+    add_families_option(parser)
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=None,
+        help="scenes per family (default: all of a val or test split; required for train)",
+    )
+    parser.set_defaults(run=_run)
+
+
+def _run(args) -> None:
+    from navzoo.habitat_export import export_scenes
+
+    summary = export_scenes(args.out, args.split, tuple(args.scene_families), args.count)
+    print(
+        f"wrote {summary.scenes} scenes ({summary.triangles:,} triangles) and {summary.episodes} "
+        f"{args.split} episodes to {summary.out}: {summary.bytes / 1e6:.1f} MB in {summary.seconds:.1f} s"
+    )
