@@ -3,12 +3,13 @@
 import subprocess
 import sys
 
+import av
 import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AutoresetMode
-from gymnasium.wrappers import RenderCollection
+from gymnasium.wrappers import RecordVideo, RenderCollection
 from gymnasium.wrappers.vector import DictInfoToList, NormalizeReward, RecordEpisodeStatistics
 
 import navzoo  # noqa: F401 - registers the navzoo/* environment ids
@@ -159,3 +160,26 @@ def test_render_collection_gathers_a_frame_per_step():
     frames = env.render()
     assert len(frames) == 4 and all(f.shape == frames[0].shape for f in frames)
     assert not np.array_equal(frames[0], frames[1])  # the map's arrow turned
+
+
+def test_record_video_writes_each_episode_as_an_mp4(tmp_path):
+    # gymnasium's RecordVideo (moviepy, in the test extra) over render(): one file per episode, every frame.
+    env = RecordVideo(
+        gymnasium.make(
+            "navzoo/PointNav-v0", resolution=(32, 32), max_episode_steps=6, render_mode="rgb_array"
+        ),
+        str(tmp_path),
+        episode_trigger=lambda episode: True,
+        disable_logger=True,
+    )
+    env.reset(seed=0)
+    done = False
+    while not done:
+        _, _, terminated, truncated, _ = env.step(TURN_LEFT)
+        done = terminated or truncated
+    size = env.render().shape
+    env.close()
+    (video,) = tmp_path.glob("*.mp4")
+    with av.open(str(video)) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(frames) == 7 and frames[0].shape == size  # the reset frame and six steps
