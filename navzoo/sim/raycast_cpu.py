@@ -82,6 +82,8 @@ def _cast_ray(scene, ray, camera, column, full, scratch, t_out, kind_out, surfac
         start = end
     # Pixel p sees the first segment whose running maximum covers it (render._resolve_pixels).
     s = 0
+    surface_of = -1  # the segment whose material `surface` holds: neighbouring pixels share segments
+    surface = 0
     for p in range(h):
         while s < count and covered[s] <= p:
             s += 1
@@ -100,9 +102,11 @@ def _cast_ray(scene, ray, camera, column, full, scratch, t_out, kind_out, surfac
             if math.isinf(t_out[p]):
                 kind = NOTHING
             kind_out[p] = kind
-            material = materials.flat[seg_flat[k]]
-            room = max(rooms.flat[seg_flat[max(k - 1, 0)]], 0)
-            surface = wall_materials[slot, room] if material < 0 else material
+            if k != surface_of:
+                material = materials.flat[seg_flat[k]]
+                room = max(rooms.flat[seg_flat[max(k - 1, 0)]], 0)
+                surface = wall_materials[slot, room] if material < 0 else material
+                surface_of = k
             surface_out[p] = ceiling_id if kind == CEILING else surface
 
 
@@ -148,52 +152,43 @@ def _render_env(i, scene, camera, shading, rays, slots, stretch, full, depth_ran
     for c in range(w):
         ray = (gx[i, c], gy[i, c], dx[i, c], dy[i, c], slots[i])
         _cast_ray(scene, ray, camera, c, full, scratch, t_col, kind_col, surface_col, with_rgb)
-        for p in range(h):
-            row = h - 1 - p  # rays list pixels bottom first; images are top row first
-            t = t_col[p]
-            if with_depth:
-                z = min(max(t / stretch[c], min_depth), max_depth)
-                depth_out[i, row, c] = (z - min_depth) / depth_scale
-            if with_rgb:
-                _shade(
-                    t,
-                    kind_col[p],
-                    surface_col[p],
-                    gx[i, c] * cell,
-                    gy[i, c] * cell,
-                    dx[i, c],
-                    dy[i, c],
-                    eye + slope[c, p] * min(t, FAR),
-                    shading,
-                    rgb_out,
-                    (i, row, c),
-                )
+        if with_depth:
+            for p in range(h):
+                z = min(max(t_col[p] / stretch[c], min_depth), max_depth)
+                depth_out[i, h - 1 - p, c] = (z - min_depth) / depth_scale  # images are top row first
+        if with_rgb:
+            # One call per column: a call per pixel costs more than the shading (arrays passed to a
+            # function are reference-counted on every call).
+            origin = (gx[i, c] * cell, gy[i, c] * cell, dx[i, c], dy[i, c])
+            _shade_column(t_col, kind_col, surface_col, origin, slope[c], eye, shading, rgb_out[i, :, c])
 
 
-@njit(cache=True, inline="always")
-def _shade(t, kind, surface, x0, y0, dx, dy, z, shading, out, pixel):
-    """render.shade for one pixel: material colour, texture pattern and a simple light, written to
-    out[pixel]."""
+@njit(cache=True)
+def _shade_column(t_col, kind_col, surface_col, origin, slope, eye, shading, out):
+    """render.shade for one image column (pixels bottom row first) into out [H, 3] (top row first):
+    material colour, texture pattern and a simple light. The same float32 arithmetic, skipping the
+    coordinates a pattern does not read; the pattern's parity picks the colour, which is what render.shade's
+    blend with a weight of 0 or 1 gives exactly."""
     colors, alt_colors, patterns, periods, light = shading
-    x = x0 + dx * min(t, FAR)
-    y = y0 + dy * min(t, FAR)
-    u = y if kind == FACE_X else x
-    v = z if kind in (FACE_X, FACE_Y) else y
-    period = periods[surface]
-    a = np.float32(math.floor(np.float32(2) * u / period))
-    b = np.float32(math.floor(np.float32(2) * v / period))
-    pattern = patterns[surface]
-    alt = np.float32(0)
-    if pattern == STRIPES_U:
-        alt = a
-    elif pattern == CHECKER:
-        alt = a + b
-    elif pattern == STRIPES_V:
-        alt = b
-    two = np.float32(2)
-    alt = alt - two * np.float32(math.floor(alt / two))
-    brightness = light[kind] * (np.float32(1) - np.float32(0.02) * min(max(t, np.float32(0)), np.float32(10)))
-    for channel in range(3):
-        color = colors[surface, channel] * (np.float32(1) - alt) + alt_colors[surface, channel] * alt
-        value = np.uint8(min(max(color * brightness, np.float32(0)), np.float32(255)))
-        out[pixel[0], pixel[1], pixel[2], channel] = value
+    x0, y0, dx, dy = origin
+    h = t_col.shape[0]
+    for p in range(h):
+        t, kind, surface = t_col[p], kind_col[p], surface_col[p]
+        pattern = patterns[surface]
+        alt = 0
+        if pattern != PLAIN:
+            x = x0 + dx * min(t, FAR)
+            y = y0 + dy * min(t, FAR)
+            period = periods[surface]
+            if pattern in (STRIPES_U, CHECKER):
+                u = y if kind == FACE_X else x
+                alt += math.floor(np.float32(2) * u / period)
+            if pattern in (STRIPES_V, CHECKER):
+                v = eye + slope[p] * min(t, FAR) if kind in (FACE_X, FACE_Y) else y
+                alt += math.floor(np.float32(2) * v / period)
+            alt &= 1
+        lit = np.float32(1) - np.float32(0.02) * min(max(t, np.float32(0)), np.float32(10))
+        brightness = light[kind] * lit
+        for channel in range(3):
+            color = alt_colors[surface, channel] if alt else colors[surface, channel]
+            out[h - 1 - p, channel] = np.uint8(min(max(color * brightness, np.float32(0)), np.float32(255)))
