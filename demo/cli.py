@@ -19,14 +19,16 @@ def register(subparsers) -> None:
         action="append",
         default=[],
         metavar="DIR",
-        help="folder holding model folders or training runs (config.json + model.safetensors); repeatable",
+        help="folder holding model folders or training runs (config.json + model.safetensors); repeatable "
+        "(default: none; the zoo and the baselines are always offered)",
     )
     parser.add_argument(
         "--replays",
         action="append",
         default=[],
         metavar="DIR",
-        help="folder holding replay files (*.replay.json.gz, e.g. runs/eval/replays); repeatable",
+        help="folder holding replay files (*.replay.json.gz, e.g. runs/eval/replays); repeatable "
+        "(default: none)",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")

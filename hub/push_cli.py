@@ -27,7 +27,13 @@ def register(subparsers) -> None:
     parser.add_argument("repo_id", help="Hub repository, org/name (created if missing)")
     parser.add_argument("--split", default="val", help="evaluation split (default val)")
     parser.add_argument("--episodes", type=int, default=100, help="evaluation episodes (default 100)")
-    parser.add_argument("--mode", choices=ACTION_MODES, default="sampled", help="action mode")
+    parser.add_argument(
+        "--mode",
+        choices=ACTION_MODES,
+        default="sampled",
+        help="actions sampled from the policy, as habitat evaluates, or its most likely ones "
+        "(default sampled)",
+    )
     parser.add_argument(
         "--eval-dir",
         help="reuse this `navzoo eval` output (evaluated with only this model) instead of evaluating",

@@ -1,6 +1,7 @@
 """The command line's shared vocabulary: options and overrides in any order, --print-config, --version, "did
 you mean", and help that answers without loading torch."""
 
+import argparse
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import torch
 import yaml
 
 from navzoo import __version__
-from navzoo.cli import COMMANDS, main
+from navzoo.cli import COMMANDS, _subparser, build_parser, main
 from navzoo.errors import ConfigError
 from navzoo.train.config import load_config
 
@@ -109,3 +110,15 @@ def test_the_names_the_command_line_offers_are_the_ones_the_code_defines():
     assert tuple(TASKS) == names.TASKS
     assert tuple(BASELINES) == names.BASELINES
     assert set(names.GOAL_BASELINES) <= set(BASELINES)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_option_has_help_that_shows_its_default(command):
+    subparser = _subparser(build_parser(command), command)
+    for action in subparser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        name = action.option_strings or action.dest
+        assert action.help and action.help != argparse.SUPPRESS, f"{command} {name} has no help"
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+            assert "default" in action.help, f"{command} {name}: help does not show the default"
