@@ -170,6 +170,17 @@ def release_server(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def hub_offline(monkeypatch):
+    """huggingface_hub in offline mode, as HF_HUB_OFFLINE=1 in the shell makes it: the variable is read once
+    at import, so the setting is patched too. A request for a file not in the cache then fails at once,
+    instead of waiting on a network this machine does not have."""
+    import huggingface_hub
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture
 def fake_hub(monkeypatch):
     """huggingface_hub talking to a FakeHub instead of the network."""
     hub = FakeHub()

@@ -164,8 +164,7 @@ def test_setting_names_and_bad_bases(base):
         check_base(blind, "navzoo-pointnav-blind", "scratch")
 
 
-def test_imagenet_setting_refuses_to_run_without_weights(base, monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # this machine cannot reach the Hub; fail at once
+def test_imagenet_setting_refuses_to_run_without_weights(base, hub_offline, tmp_path):
     with pytest.raises(ImageNetWeightsError, match=r"will not run with random weights.*--imagenet-weights"):
         build_setting("imagenet-encoder", base)
     with pytest.raises(ImageNetWeightsError, match="does not exist"):
@@ -355,8 +354,7 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
     assert sorted(p.name for p in model.iterdir()) == ["config.json", "model.safetensors"]
 
 
-def test_sweep_writes_curves_results_and_the_plot(base, tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+def test_sweep_writes_curves_results_and_the_plot(base, tmp_path, hub_offline):
 
     def sweep(overrides=(*TINY, "sim.max_episode_steps=8")) -> dict:
         return run_sweep(
