@@ -1,6 +1,7 @@
 """Shared fixtures and helpers: small hand-built scenes, simulators placed in them, a laid-out Hub cache, a
 fake Hub (tests/fake_hub.py)."""
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -13,6 +14,9 @@ import pytest
 import torch
 from fake_hub import FakeHub
 from huggingface_hub import constants
+
+# Not re-exported at the top level; the default client and its offline check live here.
+from huggingface_hub.utils._http import default_client_factory, hf_request_event_hook
 
 from navzoo.sim.render import Camera, SceneAtlas, cast
 from navzoo.sim.scenes import Scene
@@ -180,13 +184,31 @@ def hub_offline(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
 
 
+@contextlib.contextmanager
+def hub_transport(handler):
+    """huggingface_hub's HTTP requests answered by `handler` (a request -> response function) for the
+    duration. The client keeps huggingface_hub's own request hook, so offline mode still refuses at once,
+    and the library's default client comes back afterwards: a bare httpx client left behind would have
+    no offline check and no timeout, and later tests would wait on the network."""
+    huggingface_hub.set_client_factory(
+        lambda: httpx2.Client(
+            transport=httpx2.MockTransport(handler),
+            event_hooks={"request": [hf_request_event_hook]},
+            follow_redirects=True,
+        )
+    )
+    huggingface_hub.close_session()  # drop a client built before the factory was set
+    try:
+        yield
+    finally:
+        huggingface_hub.set_client_factory(default_client_factory)
+        huggingface_hub.close_session()
+
+
 @pytest.fixture
 def fake_hub(monkeypatch):
     """huggingface_hub talking to a FakeHub instead of the network."""
     hub = FakeHub()
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
-    huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(hub)))
-    huggingface_hub.close_session()  # drop a client built before the factory was set
-    yield hub
-    huggingface_hub.set_client_factory(httpx2.Client)
-    huggingface_hub.close_session()
+    with hub_transport(hub):
+        yield hub

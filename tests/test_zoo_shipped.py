@@ -8,8 +8,8 @@ so a load that tried to download anything would raise.
 from __future__ import annotations
 
 import httpx2
-import huggingface_hub
 import pytest
+from conftest import hub_transport
 
 import navzoo
 from navzoo.baselines import make_baseline
@@ -30,11 +30,8 @@ def no_network():
     def refuse(request: httpx2.Request) -> httpx2.Response:
         raise httpx2.ConnectError(f"the test forbids network access ({request.url})")
 
-    huggingface_hub.set_client_factory(lambda: httpx2.Client(transport=httpx2.MockTransport(refuse)))
-    huggingface_hub.close_session()
-    yield
-    huggingface_hub.set_client_factory(httpx2.Client)
-    huggingface_hub.close_session()
+    with hub_transport(refuse):
+        yield
 
 
 def test_the_shipped_models_are_packaged_small_and_listed_as_local():
