@@ -3,6 +3,8 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 EPISODES ?= 96
+# pytest-xdist workers: most tests run one thread, so two workers keep both cores of a 2-core machine busy.
+TEST_WORKERS ?= 2
 
 .PHONY: setup run test lint format bench
 
@@ -15,7 +17,7 @@ run: setup
 test:
 	$(PIP) install -e '.[test]'
 	$(PYTHON) -m ruff check .
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint:
 	$(PYTHON) -m ruff check .

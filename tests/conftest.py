@@ -21,6 +21,12 @@ from huggingface_hub.utils._http import default_client_factory, hf_request_event
 from navzoo.sim.render import Camera, SceneAtlas, cast
 from navzoo.sim.scenes import Scene
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Two test workers share a 2-core machine: one thread each (and in the processes they start), since
+    # two threads per worker would only add OpenMP contention.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    torch.set_num_threads(1)
+
 CEILING = 2.5
 EYE = 1.25
 
