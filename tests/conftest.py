@@ -5,6 +5,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import httpx2
@@ -58,6 +59,13 @@ def render_depth(
         False,
     )
     return hits.z[0].T.flip(0).numpy()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import huggingface_hub.constants
 import numpy as np
 import pytest
 import torch
-from conftest import put_in_hf_cache
+from conftest import free_port, put_in_hf_cache
 from PIL import Image
 
 import navzoo
@@ -343,12 +343,6 @@ def test_cli_registers_demo():
 
 
 # --- the served app, through gradio_client ------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def connections(monkeypatch):
     """Every host this process looks up or connects to while the test runs, except for the test's own

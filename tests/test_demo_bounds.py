@@ -5,12 +5,12 @@ and one slow request does not hold up the others. Also against a served demo, th
 import dataclasses
 import gzip
 import os
-import socket
 import threading
 import time
 
 import numpy as np
 import pytest
+from conftest import free_port
 
 import navzoo
 import navzoo.replay
@@ -24,6 +24,7 @@ from navzoo.sim import BatchSim, SimConfig
 gradio_client = pytest.importorskip(
     "gradio_client", reason="the demo needs gradio: pip install 'navzoo[demo]'"
 )
+
 import navzoo.replay_view  # noqa: E402
 from navzoo.demo import app as demo_app  # noqa: E402
 from navzoo.demo.episodes import Agent, sim_config  # noqa: E402
@@ -242,12 +243,6 @@ def server(folders, tmp_path, monkeypatch):
     demo_app.launch(app, port=port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/"
     app.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_served_demo_refuses_files_past_the_bounds_quickly(server, folders, tmp_path):

@@ -2,10 +2,10 @@
 episode, see the map, the camera view and the metrics, play it, and see a bad episode number reported."""
 
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 
 pytest.importorskip("gradio", reason="the demo needs gradio: pip install 'navzoo[demo]'")
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download)")
@@ -25,9 +25,7 @@ SECONDS = 60_000  # Playwright waits in milliseconds
 def page_url(tmp_path, monkeypatch):
     monkeypatch.setenv("GRADIO_TEMP_DIR", str(tmp_path / "gradio"))
     app = build_app()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     launch(app, port=port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/"
     app.close()

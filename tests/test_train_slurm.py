@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import free_port
 
 from navzoo.train import checkpoint as ckpt
 
@@ -24,14 +25,6 @@ TINY = [
     "torch_threads=1",
     "checkpoint_every=2",
 ]
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _slurm_env(tmp_path: Path, rank: int, tasks: int, port: int) -> dict[str, str]:
@@ -61,7 +54,7 @@ def _fake_scontrol(tmp_path: Path) -> Path:
 
 
 def _launch(tmp_path: Path, run_dir: Path, frames: int, tasks: int) -> list[subprocess.Popen]:
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "navzoo.cli", "train", *TINY, f"total_frames={frames}"]
     return [
         subprocess.Popen(
