@@ -4,11 +4,11 @@
     python benchmarks/zoo_eval.py --episodes 96 --runs runs/depth runs/rgb runs/blind
     python benchmarks/zoo_eval.py --only navzoo-pointnav-depth   # re-evaluate one agent, keep the others
 
-Evaluates the baselines (random, forward-only, goal-follower, oracle) and every packaged `navzoo-pointnav-*`
-agent on the same fixed episodes of the val and test splits, actions sampled from the policy as
-habitat-baselines evaluates. Prints a Markdown table (Success and SPL with 95% confidence intervals and
-the episode count) and writes to --out: zoo_eval.json, spl_by_distance-val.png (DD-PPO Fig. 13), and with
---runs, learning_curves.png from the training runs' log.jsonl.
+Evaluates the baselines (random, forward-only, goal-follower, oracle, map-planner) and every packaged
+`navzoo-pointnav-*` agent on the same fixed episodes of the val and test splits, actions sampled from the
+policy as habitat-baselines evaluates. Prints a Markdown table (Success and SPL with 95% confidence
+intervals and the episode count) and writes to --out: zoo_eval.json, spl_by_distance-val.png (DD-PPO
+Fig. 13), and with --runs, learning_curves.png from the training runs' log.jsonl.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from navzoo.sim import BatchSim, SimConfig
 from navzoo.train.logger import read_log
 
 SPLITS = ("val", "test")
-BASELINE_SIM = {"sensors": ("depth",), "resolution": (64, 64)}  # baselines read no images; any sensor works
+BASELINE_SIM = {"sensors": ("depth",), "resolution": (64, 64)}  # the map-planner maps depth; others read none
 
 
 def main() -> None:
@@ -96,7 +96,9 @@ def _evaluate(name: str, policy, split: str, args) -> dict:
 
 def _sensors(name: str, policy) -> str:
     if policy is None:
-        return "GPS+Compass" if name != "oracle" else "map (shortest path)"
+        return {"oracle": "map (shortest path)", "map-planner": "Depth+GPS+Compass (mapping)"}.get(
+            name, "GPS+Compass"
+        )
     visual = policy.config.visual_sensors
     return "+".join(s.upper() if s == "rgb" else s.capitalize() for s in visual) or "Blind"
 

@@ -1,19 +1,25 @@
-"""The non-learning PointGoal agents of DD-PPO's Table 2 (from Savva et al. 2019), plus the oracle.
+"""The non-learning PointGoal agents of DD-PPO's Table 2 (from Savva et al. 2019), the oracle, and a
+classical map-and-plan agent.
 
 Random, forward-only and goal-follower stop when the GPS+Compass says the goal is within the success
 distance, as habitat-baselines' simple agents do. The oracle follows the geodesic shortest path using the
-simulator's distance field (it sees the map), and is the upper bound SPL is measured against.
+simulator's distance field (it sees the map), and is the upper bound SPL is measured against. The
+map-planner sees only what its depth camera shows, maps it and plans on the map, as classical navigation
+pipelines do.
 """
 
 import math
 
+import numpy as np
 import torch
 
 from navzoo.draws import keyed_uniform
 from navzoo.errors import ConfigError
 from navzoo.names import GOAL_BASELINES
+from navzoo.seen_map import SeenMap
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+from navzoo.steering import steer
 from navzoo.tasks import get_task
 
 ORACLE_DIRECTIONS = 72  # candidate headings the oracle compares, every 5 degrees
@@ -107,7 +113,53 @@ class OracleAgent(BaselineAgent):
         return torch.where(here <= cfg.success_distance, STOP, action)
 
 
-BASELINES = {cls.name: cls for cls in (RandomAgent, ForwardOnlyAgent, GoalFollowerAgent, OracleAgent)}
+class MapPlannerAgent(BaselineAgent):
+    """A classical agent: it maps the walls its depth camera shows (navzoo.seen_map; unseen space counts as
+    free), plans the shortest way to the goal on that map, and walks it in straight runs
+    (navzoo.steering), replanning whenever the map grows. It uses depth, its pose and the goal (what
+    GPS+Compass gives) and the scene's bounding rectangle; nothing is learnt."""
+
+    name = "map-planner"
+
+    def __init__(self, sim: BatchSim, seed: int = 0):
+        super().__init__(sim, seed)
+        if sim.device.type != "cpu":
+            raise ConfigError("device", str(sim.device), "cpu for the map-planner baseline (numba kernels)")
+        if "depth" not in sim.config.sensors:
+            raise ConfigError(
+                "sensors", sim.config.sensors, "a list with 'depth': the map-planner maps what depth shows"
+            )
+        self.map = SeenMap(sim)
+
+    def act(self, obs, first):
+        sim = self.sim
+        pos, heading, goal = sim.pos.numpy(), sim.heading.numpy(), sim.goal.numpy()
+        started = first.numpy()
+        self.map.reset(np.flatnonzero(started))
+        grew = self.map.observe(obs["depth"][..., 0].numpy(), pos, heading)
+        grew |= self.map.bump(pos, heading)
+        self.map.replan(np.flatnonzero(grew | started), goal)
+        envs = np.arange(sim.num_envs)
+        actions, _ = steer(
+            self.map.solid,
+            self.map.cell_size,
+            self.map.fields,
+            self.map.nav_cell,
+            envs,
+            envs,
+            pos,
+            heading,
+            goal,
+            sim.config,
+            hop_radius=self.map.path_radius,
+        )
+        self.map.record_actions(actions == MOVE_FORWARD)
+        return torch.from_numpy(actions)
+
+
+BASELINES = {
+    cls.name: cls for cls in (RandomAgent, ForwardOnlyAgent, GoalFollowerAgent, OracleAgent, MapPlannerAgent)
+}
 
 # Baselines that steer by the point goal (GOAL_BASELINES, from navzoo.names) run on PointGoal only; random
 # and forward-only run on every task.

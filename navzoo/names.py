@@ -13,7 +13,7 @@ SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")
 RENDERERS = ("auto", "numba", "torch")
 # Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
 ACTION_NAMES = ("stop", "move_forward", "turn_left", "turn_right")
-BASELINES = ("random", "forward-only", "goal-follower", "oracle")
-GOAL_BASELINES = ("goal-follower", "oracle")  # they read PointGoal's goal
+BASELINES = ("random", "forward-only", "goal-follower", "oracle", "map-planner")
+GOAL_BASELINES = ("goal-follower", "oracle", "map-planner")  # they read PointGoal's goal
 GOALLESS_BASELINES = tuple(b for b in BASELINES if b not in GOAL_BASELINES)  # the ones Flee / Explore run
 ACTION_MODES = ("sampled", "deterministic")  # how a model picks its action

@@ -15,20 +15,23 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
-from numba import njit
 
-from navzoo.sim import kernels
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
-
-DIRECTIONS = 72  # candidate headings, every 5 degrees
-MARCH = 0.125  # metres between the points checked along a candidate segment
-MARCHES = 32  # so segments reach 4 m
-LOOKAHEAD = (0.25, 0.5, 1.0, 2.0, 4.0)  # segment lengths scored, metres
-GOAL_SAMPLES = 64  # points checked on the straight line to the goal
-STOP_MARGIN = 0.75  # it stops within this share of the success distance
+from navzoo.steering import (
+    AHEAD,
+    ANGLES,
+    DIRECTIONS,
+    GOAL_FRACTIONS,
+    GOAL_SAMPLES,
+    MARCH,
+    MARCH_POINTS,
+    MARCHES,
+    STOP_MARGIN,
+    UNITS,
+    steer,
+)
 
 
 class StraightLineOracle:
@@ -46,11 +49,11 @@ class StraightLineOracle:
     def __init__(self, sim: BatchSim):
         self.sim = sim
         dev = sim.device
-        self.angles = torch.arange(DIRECTIONS, device=dev) * (2 * math.pi / DIRECTIONS)
-        self.units = torch.stack([torch.cos(self.angles), torch.sin(self.angles)], 1)
-        self.marches = torch.arange(1, MARCHES + 1, device=dev) * MARCH
-        self.ahead = torch.tensor([round(d / MARCH) - 1 for d in LOOKAHEAD], device=dev)
-        self.goal_samples = torch.linspace(0, 1, GOAL_SAMPLES, device=dev)
+        self.angles = torch.from_numpy(ANGLES).to(dev)
+        self.units = torch.from_numpy(UNITS).to(dev)
+        self.marches = torch.from_numpy(MARCH_POINTS).to(dev)
+        self.ahead = torch.from_numpy(AHEAD).to(dev)
+        self.goal_samples = torch.from_numpy(GOAL_FRACTIONS).to(dev)
 
     def actions(self) -> torch.Tensor:
         """The teacher's action [N] in every environment's current state (it needs no observations)."""
@@ -65,34 +68,20 @@ class StraightLineOracle:
         return self.tensor_labels()
 
     def _cpu_labels(self) -> tuple[torch.Tensor, torch.Tensor]:
-        sim, cfg = self.sim, self.sim.config
-        pool = sim.pool
-        out = np.empty(sim.num_envs, dtype=np.int64)
-        bearings = np.empty(sim.num_envs, dtype=np.float32)
-        _teacher_kernel(
+        sim, pool = self.sim, self.sim.pool
+        actions, bearings = steer(
             pool.atlas.heights.numpy(),
-            np.float32(pool.cell_size),
+            pool.cell_size,
             pool.fields.numpy(),
-            np.float32(pool.nav_cell),
+            pool.nav_cell,
             sim.slot.numpy(),
+            sim.field.numpy(),
             sim.pos.numpy(),
             sim.heading.numpy(),
             sim.goal.numpy(),
-            sim.field.numpy(),
-            self._forward_steps().numpy(),
-            self.units.numpy(),
-            self.angles.numpy(),
-            self.marches.numpy(),
-            self.ahead.numpy(),
-            self.goal_samples.numpy(),
-            np.float32(cfg.agent_radius),
-            np.float32(cfg.success_distance),
-            np.float32(math.radians(cfg.turn_angle)),
-            round(cfg.forward_step / MARCH) - 1,
-            out,
-            bearings,
+            sim.config,
         )
-        return torch.from_numpy(out), torch.from_numpy(bearings)
+        return torch.from_numpy(actions), torch.from_numpy(bearings)
 
     def tensor_labels(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The same labels from tensor operations on every point at once (any device)."""
@@ -141,73 +130,3 @@ class StraightLineOracle:
         """[N, 2] the displacement of a step forward from each environment's heading."""
         heading = self.sim.heading
         return torch.stack([torch.cos(heading), torch.sin(heading)], 1) * self.sim.config.forward_step
-
-
-@njit(cache=True)
-def _teacher_kernel(
-    heights,
-    cell_size,
-    fields,
-    nav_cell,
-    slots,
-    pos,
-    heading,
-    goal,
-    field,
-    forward_steps,
-    units,
-    angles,
-    marches,
-    ahead,
-    goal_samples,
-    radius,
-    success_distance,
-    turn,
-    step_index,
-    out,
-    bearings,
-):
-    """StraightLineOracle.tensor_labels, one environment at a time, each segment walked only up to its
-    first blocked point."""
-    directions, steps = units.shape[0], marches.shape[0]
-    visible = np.empty(directions, np.int64)  # free march points before the first blocked one
-    pi, two_pi = np.float32(math.pi), np.float32(2 * math.pi)
-    for i in range(pos.shape[0]):
-        slot, f, x, y = slots[i], field[i], pos[i, 0], pos[i, 1]
-        best_cost, best_direction = np.float32(np.inf), 0
-        for d in range(directions):
-            ux, uy = units[d, 0], units[d, 1]
-            k = 0
-            while k < steps and kernels.disc_free(
-                heights, cell_size, slot, x + ux * marches[k], y + uy * marches[k], radius
-            ):
-                k += 1
-            visible[d] = k
-            for j in ahead:
-                if j < k:
-                    end = kernels.geodesic(fields, f, nav_cell, x + ux * marches[j], y + uy * marches[j])
-                    if marches[j] + end < best_cost:
-                        best_cost, best_direction = marches[j] + end, d
-        best = angles[best_direction]
-        to_x, to_y = goal[i, 0] - x, goal[i, 1] - y
-        distance = np.float32(math.sqrt(to_x * to_x + to_y * to_y))
-        in_sight = distance <= marches[steps - 1]
-        for s in goal_samples:
-            if not in_sight:
-                break
-            in_sight = kernels.disc_free(heights, cell_size, slot, x + to_x * s, y + to_y * s, radius)
-        if in_sight:
-            best = np.float32(math.atan2(to_y, to_x))
-        shifted = best - heading[i] + pi
-        error = shifted - two_pi * math.floor(shifted / two_pi) - pi  # torch.remainder's sign convention
-        passes = abs(error) < math.pi / 2 and distance * math.sin(abs(error)) <= success_distance / 2
-        straight = (passes and in_sight) or abs(error) <= 0.75 * turn
-        heading_bin = int(np.rint(heading[i] / np.float32(2 * math.pi / directions))) % directions
-        straight = straight and visible[heading_bin] > step_index
-        action = MOVE_FORWARD if straight else (TURN_LEFT if error > 0 else TURN_RIGHT)
-        here = kernels.geodesic(fields, f, nav_cell, x, y)
-        next_step = kernels.geodesic(fields, f, nav_cell, x + forward_steps[i, 0], y + forward_steps[i, 1])
-        if here <= STOP_MARGIN * success_distance and not (action == MOVE_FORWARD and next_step < here):
-            action = STOP
-        out[i] = action
-        bearings[i] = error

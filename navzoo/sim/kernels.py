@@ -119,9 +119,13 @@ def _clearance(heights, cell_sizes, slot, p, axis, sign, radius, limits, wanted)
 
 
 @njit(cache=True, inline="always")
-def geodesic(fields, field, nav_cell, x, y):
+def geodesic(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius):
     """Geodesic distance at (x, y) in distance field `field` of `fields` [F, rows, cols]: the best of the
-    3x3 neighbouring cell centres plus the straight hop to it (BatchSim._lookup for one point)."""
+    3x3 neighbouring cell centres plus the straight hop to it (BatchSim._lookup for one point).
+
+    With `hop_radius` > 0 a hop counts only if a disc of that radius at its midpoint is clear in map
+    `heights[slot]`: on a partial map an unseen cell at a wall corner has a finite distance from the far
+    side, and an unchecked hop would lend it through the corner. The scenes' own fields need no check."""
     rows, cols = fields.shape[1], fields.shape[2]
     row, col = math.floor(y / nav_cell), math.floor(x / nav_cell)
     best = np.float32(np.inf)
@@ -129,6 +133,10 @@ def geodesic(fields, field, nav_cell, x, y):
         r = min(max(row + dr, 0), rows - 1)
         for dc in range(-1, 2):
             c = min(max(col + dc, 0), cols - 1)
-            hop = math.hypot(np.float32((c + 0.5) * nav_cell) - x, np.float32((r + 0.5) * nav_cell) - y)
-            best = min(best, fields[field, r, c] + np.float32(hop))
+            cx, cy = np.float32((c + 0.5) * nav_cell), np.float32((r + 0.5) * nav_cell)
+            if hop_radius > 0 and not disc_free(
+                heights, cell_size, slot, (x + cx) / 2, (y + cy) / 2, hop_radius
+            ):
+                continue
+            best = min(best, fields[field, r, c] + np.float32(math.hypot(cx - x, cy - y)))
     return best

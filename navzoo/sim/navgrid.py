@@ -19,7 +19,7 @@ from navzoo.sim.scenes import Scene
 NAV_SUBDIVISION = 2
 
 # (d_row, d_col, cells the segment crosses besides its ends), one of each symmetric pair.
-_EDGES = (
+EDGES = (
     (0, 1, ()),
     (1, 0, ()),
     (1, 1, ((0, 1), (1, 0))),
@@ -74,7 +74,7 @@ class NavGrid:
         free = self.passable
         index = np.arange(rows * cols).reshape(rows, cols)
         sources, targets, weights = [], [], []
-        for dr, dc, crossed in _EDGES:
+        for dr, dc, crossed in EDGES:
             # pair (r, c) -> (r + dr, c + dc) for every r, c where both ends are inside the grid
             r0, r1 = 0, rows - dr
             c0, c1 = max(0, -dc), cols - max(0, dc)
