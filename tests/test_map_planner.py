@@ -2,8 +2,8 @@
 the navigation grid's own distance field, a forward step that goes nowhere maps what it hit, and the agent
 navigates the small apartments of the val split close to the oracle with no knowledge of their layout.
 
-Measured on all 300 val episodes (every scene of the four families, sampled order as zoo_eval runs them):
-SPL 0.929 and success 0.993, where the learned depth agent has 0.842 and 0.937; see the README.
+Measured on zoo_eval's 300 val episodes (every val scene of the four families): SPL 0.929 and success
+0.993, where the learned depth agent has 0.842 and 0.937; see the README.
 """
 
 import math
