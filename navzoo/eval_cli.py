@@ -27,10 +27,10 @@ def register(subparsers) -> None:
     parser.add_argument(
         "agents",
         nargs="*",
-        help=f"baselines ({', '.join(BASELINES)}; {' and '.join(GOAL_BASELINES)} need PointGoal's goal), "
-        "zoo names, model or training-run folders (config.json + model.safetensors), or hf-hub:org/name "
-        "(default: navzoo's shipped depth agent and all baselines on PointGoal, "
-        f"{' and '.join(GOALLESS_BASELINES)} on Flee and Explore)",
+        help=f"baselines ({', '.join(BASELINES)}; {', '.join(GOAL_BASELINES)} need PointGoal's goal, "
+        "map-planner needs depth), zoo names, model or training-run folders (config.json + "
+        "model.safetensors), or hf-hub:org/name (default: navzoo's shipped depth agent and the baselines "
+        f"but map-planner on PointGoal, {' and '.join(GOALLESS_BASELINES)} on Flee and Explore)",
     )
     parser.add_argument("--episodes", type=int, default=96, help="number of episodes (default 96)")
     parser.add_argument(
