@@ -16,7 +16,7 @@ import torch
 from navzoo.draws import keyed_uniform
 from navzoo.errors import ConfigError
 from navzoo.names import GOAL_BASELINES
-from navzoo.seen_map import SeenMap
+from navzoo.seen_map import NEAR_GOAL, PLAN_MARGIN, SeenMap
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from navzoo.steering import steer
@@ -132,15 +132,40 @@ class MapPlannerAgent(BaselineAgent):
         self.map = SeenMap(sim)
 
     def act(self, obs, first):
+        actions, _ = self.plan(obs["depth"], first)
+        self.map.record_actions(actions == MOVE_FORWARD)
+        return torch.from_numpy(actions)
+
+    def plan(self, depth: torch.Tensor, first: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """(actions [N], bearings [N]) of the planner after it maps the depth images [N, H, W, 1] seen now;
+        `first` [N] marks episodes that just began. The caller records which action was taken
+        (self.map.record_actions), so that a forward step that went nowhere marks what it hit."""
         sim = self.sim
         pos, heading, goal = sim.pos.numpy(), sim.heading.numpy(), sim.goal.numpy()
         started = first.numpy()
         self.map.reset(np.flatnonzero(started))
-        grew = self.map.observe(obs["depth"][..., 0].numpy(), pos, heading)
-        grew |= self.map.bump(pos, heading)
-        self.map.replan(np.flatnonzero(grew | started), goal)
+        self.map.observe(depth[..., 0].numpy(), pos, heading)
+        self.map.bump(pos, heading)
+        # A plan serves on while the agent stays well inside what it settled, and, once the map has grown,
+        # while the way from the best look-ahead point is still open (walls only lengthen ways).
+        must = started | self.map.stale(pos)
+        self.map.replan(np.flatnonzero(must), goal, pos)
         envs = np.arange(sim.num_envs)
-        actions, _ = steer(
+        actions, bearings, costs, cells = self._steer(envs, pos, heading, goal)
+        grown = np.flatnonzero(self.map.grown & ~must)
+        near = self.map.planned_distance(pos)[grown] < NEAR_GOAL
+        closed = grown[near | ~self.map.intact(grown, cells[grown])]
+        for margin, redo in ((PLAN_MARGIN, closed), (np.inf, None)):
+            if redo is None:  # a plan that stopped short of the best way's cost may have missed it
+                redo = np.flatnonzero(costs > self.map.bounds)
+            if len(redo):
+                self.map.replan(redo, goal, pos, margin)
+                steered = self._steer(redo, pos[redo], heading[redo], goal[redo])
+                actions[redo], bearings[redo], costs[redo], cells[redo] = steered
+        return actions, bearings
+
+    def _steer(self, envs, pos, heading, goal):
+        return steer(
             self.map.solid,
             self.map.cell_size,
             self.map.fields,
@@ -150,11 +175,9 @@ class MapPlannerAgent(BaselineAgent):
             pos,
             heading,
             goal,
-            sim.config,
+            self.sim.config,
             hop_radius=self.map.path_radius,
         )
-        self.map.record_actions(actions == MOVE_FORWARD)
-        return torch.from_numpy(actions)
 
 
 BASELINES = {

@@ -14,20 +14,27 @@ corners (on two lines at once) are left alone, so seen cells are never wrong.
 
 from __future__ import annotations
 
-import heapq
 import math
 
 import numpy as np
+import torch
 from numba import njit
 
 from navzoo.sim import kernels
 from navzoo.sim.batch_sim import BatchSim
-from navzoo.sim.navgrid import EDGES
+from navzoo.sim.navgrid import EDGES, NAV_SUBDIVISION
 
 FACE_TOLERANCE = 0.002  # metres: how near a grid line a point must be, and pixel rows apart on one face
 FLOOR_CLEARANCE = 0.02  # metres: points below this height are floor
 BUMP_MOVE = 0.05  # metres: a forward step that moved less than this hit something
 BUMP_REACH = 0.02  # metres past the agent's disc where the obstacle it hit is looked for
+# A plan settles the distances up to the agent's own plus this much (metres), and serves while the map
+# stays the same and the agent's distance stays this much below that bound, less REUSE_SLACK.
+PLAN_MARGIN = 2.0
+REUSE_SLACK = 1.0
+# Within this distance of the goal (metres) the steering's decision to stop reads the distance where the
+# agent stands, so a grown map is planned afresh there rather than trusted on its way to the goal.
+NEAR_GOAL = 1.0
 
 
 def _moves() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -50,6 +57,8 @@ def _moves() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 MOVES, MOVE_LENGTHS, MOVE_CROSSED, MOVE_CROSSED_COUNT = _moves()
+# The moves come in three lengths (1, sqrt 2 and sqrt 5 cells): the planner keeps a queue for each.
+MOVE_KINDS, MOVE_KIND = np.unique(MOVE_LENGTHS, return_inverse=True)
 
 
 class SeenMap:
@@ -67,8 +76,24 @@ class SeenMap:
         self.cell_size, self.nav_cell = np.float32(pool.cell_size), np.float32(pool.nav_cell)
         self.path_radius = np.float32(max(cfg.agent_radius - pool.nav_cell / 2, 0.0))  # as NavGrid's
         self.solid = np.ones((n, rows, cols), np.float32)
-        self.fields = np.full((n, 2 * rows, 2 * cols), np.inf, np.float32)
-        self._passable = np.zeros((2 * rows, 2 * cols), np.bool_)
+        # Which navigation cells a path may use (NavGrid.passable of the map), kept up to date as cells turn
+        # solid, so that a replan only searches.
+        self.passable = np.zeros((n, NAV_SUBDIVISION * rows, NAV_SUBDIVISION * cols), np.bool_)
+        self.fields = np.full(self.passable.shape, np.inf, np.float32)
+        # The move (index into MOVES) by which each cell's shortest way leaves towards the goal: it is
+        # reached from the cell MOVES[k] behind it (-1 at the goal). A way whose cells and crossings are
+        # all still passable keeps its length when the map grows (see intact).
+        self.via = np.full(self.passable.shape, -1, np.int8)
+        # Up to which distance each field is exact: a plan stops once it has settled every cell the
+        # straight-line steering may look up (see replan); -inf before the first plan of an episode.
+        self.bounds = np.full(n, -np.inf, np.float32)
+        # Whether each map has grown since its field was planned: then only ways still open are exact.
+        self.grown = np.zeros(n, np.bool_)
+        # The planner's queues, one region per move length: each node enters at most once per move.
+        per_kind = np.bincount(MOVE_KIND) * self.passable[0].size + 1
+        self._queue_starts = np.concatenate([[0], np.cumsum(per_kind)[:-1]]).astype(np.int64)
+        self._queue_keys = np.empty(per_kind.sum(), np.float32)
+        self._queue_nodes = np.empty(per_kind.sum(), np.int64)
         camera = sim.camera
         self._column_angle = camera.column_angle.cpu().numpy()  # [W], positive to the right
         self._stretch = camera.stretch.cpu().numpy()  # [W] horizontal distance per unit of z-depth
@@ -85,6 +110,39 @@ class SeenMap:
             self.solid[i] = 1.0
             self.solid[i, :rows, :cols] = 0.0
             self._last_forward[i] = False
+            self._derive(i)
+
+    def _derive(self, env: int) -> None:
+        """Recompute what follows from map `env`'s solid cells (passable cells) and drop its plan."""
+        rows, cols = self.sim.pool.assets[int(self.sim.slot[env])].scene.shape
+        self.passable[env] = False
+        _passable_cells(self.solid, self.passable, env, rows, cols, *self._geometry())
+        self.fields[env] = np.inf
+        self.via[env] = -1
+        self.bounds[env] = -np.inf
+        self.grown[env] = False
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """What the maps need to go on exactly after a restart: the solid cells and the last recorded
+        position and action of each environment. Plans are made again from them, and plans only ever
+        settle exact distances, so the planner chooses as it would have."""
+        return {
+            "solid": torch.from_numpy(self.solid > 0),
+            "last_pos": torch.from_numpy(self._last_pos.copy()),
+            "last_forward": torch.from_numpy(self._last_forward.copy()),
+        }
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore state_dict()'s maps; the simulator must hold the same scenes in the same slots."""
+        self.solid[:] = state["solid"].numpy()
+        self._last_pos[:] = state["last_pos"].numpy()
+        self._last_forward[:] = state["last_forward"].numpy()
+        for env in range(len(self.solid)):
+            self._derive(env)
+
+    def _geometry(self) -> tuple:
+        """(cell_size, nav_cell, path_radius) as the kernels take them."""
+        return self.cell_size, self.nav_cell, self.path_radius
 
     def observe(self, depth: np.ndarray, pos: np.ndarray, heading: np.ndarray) -> np.ndarray:
         """Mark the cells behind the vertical faces in the depth observations [N, H, W] (normalised from
@@ -107,7 +165,16 @@ class SeenMap:
         marks = valid & on_face & one_line & (height > FLOOR_CLEARANCE) & (height < cfg.agent_height)
         grew = np.zeros(len(pos), np.bool_)
         for i in range(len(pos)):
-            grew[i] = _mark(self.solid, i, row[i].ravel(), col[i].ravel(), marks[i].ravel())
+            grew[i] = _mark(
+                self.solid,
+                self.passable,
+                i,
+                row[i].ravel(),
+                col[i].ravel(),
+                marks[i].ravel(),
+                *self._geometry(),
+            )
+        self.grown |= grew
         return grew
 
     def bump(self, pos: np.ndarray, heading: np.ndarray) -> np.ndarray:
@@ -121,32 +188,61 @@ class SeenMap:
             x, y = pos[i, 0] + reach * math.cos(heading[i]), pos[i, 1] + reach * math.sin(heading[i])
             row, col = math.floor(y / self.cell_size), math.floor(x / self.cell_size)
             if self.solid[i, row, col] <= 0:
-                self.solid[i, row, col] = 1.0
+                _make_solid(self.solid, self.passable, i, row, col, *self._geometry())
                 grew[i] = True
         self._last_pos[:] = pos
+        self.grown |= grew
         return grew
 
     def record_actions(self, forward: np.ndarray) -> None:
         """Which environments [N] were just sent forward, for the next bump()."""
         self._last_forward[:] = forward
 
-    def replan(self, envs: np.ndarray, goals: np.ndarray) -> None:
-        """Recompute the distance fields of `envs` to their goals [N, 2] on their current maps."""
+    def planned_distance(self, pos: np.ndarray) -> np.ndarray:
+        """Each field's value [N] at the navigation cell of `pos` [N, 2]."""
+        rows = np.floor(pos[:, 1] / self.nav_cell).astype(np.int64)
+        cols = np.floor(pos[:, 0] / self.nav_cell).astype(np.int64)
+        return self.fields[np.arange(len(pos)), rows, cols]
+
+    def stale(self, pos: np.ndarray) -> np.ndarray:
+        """Which environments' fields no longer serve an agent at `pos` [N, 2]: its distance is within
+        REUSE_SLACK of where the last plan stopped, or unknown."""
+        return ~(self.planned_distance(pos) <= self.bounds - REUSE_SLACK)
+
+    def intact(self, envs: np.ndarray, cells: np.ndarray) -> np.ndarray:
+        """Whether the planned way from each cell (row * cols + col of the field, -1 for none) of `envs`
+        to the goal is still open on the map as it is now [len(envs)]. Walls only ever appear, so a field
+        planned earlier never overstates a distance; where the way from a cell is still open, its distance
+        is still exact."""
+        return _ways_open(self.passable, self.via, envs, cells, MOVES, MOVE_CROSSED, MOVE_CROSSED_COUNT)
+
+    def replan(
+        self, envs: np.ndarray, goals: np.ndarray, pos: np.ndarray, margin: float = PLAN_MARGIN
+    ) -> None:
+        """Recompute the distance fields of `envs` to their goals [N, 2] on their current maps, exact up to
+        the distance of the agent at `pos` [N, 2] plus `margin` (inf: every reachable cell)."""
         for i in envs:
-            _plan(
-                self.solid,
+            rows, cols = self.sim.pool.assets[int(self.sim.slot[i])].scene.shape
+            self.grown[i] = False
+            self.bounds[i] = _plan(
+                self.passable,
                 i,
-                self.cell_size,
+                NAV_SUBDIVISION * rows,
+                NAV_SUBDIVISION * cols,
                 self.nav_cell,
-                self.path_radius,
-                goals[i, 0],
-                goals[i, 1],
-                self._passable,
+                goals[i],
+                pos[i],
+                np.float32(margin),
                 self.fields,
+                self.via,
                 MOVES,
                 MOVE_LENGTHS,
+                MOVE_KIND,
                 MOVE_CROSSED,
                 MOVE_CROSSED_COUNT,
+                self._queue_starts,
+                self._queue_keys,
+                self._queue_nodes,
             )
 
 
@@ -162,61 +258,138 @@ def _cell_behind(x, y, cos_a, sin_a, cell_size):
 
 
 @njit(cache=True)
-def _mark(solid, env, rows, cols, marks):
+def _mark(solid, passable, env, rows, cols, marks, cell_size, nav_cell, path_radius):
     """Mark cells (rows[k], cols[k]) where marks[k] solid in map `env`; whether any was new."""
     height, width = solid.shape[1], solid.shape[2]
     grew = False
     for k in range(rows.shape[0]):
         r, c = rows[k], cols[k]
         if marks[k] and 0 <= r < height and 0 <= c < width and solid[env, r, c] <= 0:
-            solid[env, r, c] = 1.0
+            _make_solid(solid, passable, env, r, c, cell_size, nav_cell, path_radius)
             grew = True
     return grew
 
 
 @njit(cache=True)
+def _make_solid(solid, passable, env, row, col, cell_size, nav_cell, path_radius):
+    """Mark cell (row, col) of map `env` solid, and recheck the navigation cells whose paths it may block."""
+    solid[env, row, col] = 1.0
+    reach = math.ceil(path_radius / nav_cell) + 1
+    sub = round(cell_size / nav_cell)
+    for r in range(max(sub * row - reach, 0), min(sub * (row + 1) + reach, passable.shape[1])):
+        for c in range(max(sub * col - reach, 0), min(sub * (col + 1) + reach, passable.shape[2])):
+            if passable[env, r, c]:
+                x, y = np.float32((c + 0.5) * nav_cell), np.float32((r + 0.5) * nav_cell)
+                passable[env, r, c] = kernels.disc_free(solid, cell_size, env, x, y, path_radius)
+
+
+@njit(cache=True)
+def _passable_cells(solid, passable, env, rows, cols, cell_size, nav_cell, path_radius):
+    """passable[env] of a map whose scene is `rows` x `cols` cells: navigation cells whose centre is
+    `path_radius` clear (NavGrid.passable)."""
+    sub = round(cell_size / nav_cell)
+    for r in range(sub * rows):
+        for c in range(sub * cols):
+            x, y = np.float32((c + 0.5) * nav_cell), np.float32((r + 0.5) * nav_cell)
+            passable[env, r, c] = kernels.disc_free(solid, cell_size, env, x, y, path_radius)
+
+
+@njit(cache=True)
 def _plan(
-    solid,
-    env,
-    cell_size,
-    nav_cell,
-    path_radius,
-    goal_x,
-    goal_y,
     passable,
+    env,
+    rows,
+    cols,
+    nav_cell,
+    goal,
+    agent,
+    margin,
     fields,
+    via,
     moves,
     lengths,
+    kind,
     crossed,
     crossed_count,
+    queue_starts,
+    queue_keys,
+    queue_nodes,
 ):
-    """Dijkstra from the goal's navigation cell over map `env`, as NavGrid builds its graph: cells whose
-    centre is `path_radius` clear, joined by the 16 moves whose crossed cells are passable too."""
-    rows, cols = fields.shape[1], fields.shape[2]
+    """Dijkstra from the goal's navigation cell over the passable cells of map `env` (its scene's `rows` x
+    `cols`; reset() set the padding's field to inf), joined by the 16 moves whose crossed cells are
+    passable too, as NavGrid builds its graph. Returns the distance up to which the field is exact: it
+    stops once the agent's cell (at `agent`) is settled and the next cell is more than `margin` farther,
+    or inf when every reachable cell is settled. Cells beyond hold more than that bound (or inf).
+
+    The moves come in three lengths, and each gets a first-in first-out queue: cells leave in order of
+    distance, so the distances entering one queue never decrease, and the nearest cell waiting is at the
+    head of one of the three. That is Dijkstra without a heap, with the same distances."""
+    field, way = fields[env], via[env]
     for r in range(rows):
         for c in range(cols):
-            x, y = np.float32((c + 0.5) * nav_cell), np.float32((r + 0.5) * nav_cell)
-            passable[r, c] = kernels.disc_free(solid, cell_size, env, x, y, path_radius)
-            fields[env, r, c] = np.inf
-    goal_row, goal_col = math.floor(goal_y / nav_cell), math.floor(goal_x / nav_cell)
-    fields[env, goal_row, goal_col] = 0.0
-    heap = [(np.float32(0.0), goal_row * cols + goal_col)]
-    while len(heap) > 0:
-        distance, index = heapq.heappop(heap)
+            field[r, c] = np.inf
+            way[r, c] = -1
+    heads, tails = queue_starts.copy(), queue_starts.copy()
+    goal_row, goal_col = math.floor(goal[1] / nav_cell), math.floor(goal[0] / nav_cell)
+    agent_cell = math.floor(agent[1] / nav_cell) * cols + math.floor(agent[0] / nav_cell)
+    bound = np.float32(np.inf)
+    field[goal_row, goal_col] = 0.0
+    queue_keys[tails[0]], queue_nodes[tails[0]] = 0.0, goal_row * cols + goal_col
+    tails[0] += 1
+    while True:
+        queue, distance = -1, np.float32(np.inf)
+        for q in range(heads.shape[0]):
+            if heads[q] < tails[q] and queue_keys[heads[q]] <= distance:
+                queue, distance = q, queue_keys[heads[q]]
+        if queue < 0:
+            return np.float32(np.inf)
+        if distance > bound:
+            return bound
+        index = queue_nodes[heads[queue]]
+        heads[queue] += 1
         r, c = index // cols, index % cols
-        if distance > fields[env, r, c]:
+        if distance > field[r, c]:
             continue
+        if index == agent_cell:
+            bound = distance + margin
         for k in range(moves.shape[0]):
             rr, cc = r + moves[k, 0], c + moves[k, 1]
-            if rr < 0 or rr >= rows or cc < 0 or cc >= cols or not passable[rr, cc]:
+            if rr < 0 or rr >= rows or cc < 0 or cc >= cols or not passable[env, rr, cc]:
                 continue
             clear = True
             for j in range(crossed_count[k]):
-                if not passable[r + crossed[k, j, 0], c + crossed[k, j, 1]]:
+                if not passable[env, r + crossed[k, j, 0], c + crossed[k, j, 1]]:
                     clear = False
             if not clear:
                 continue
             through = distance + lengths[k] * nav_cell
-            if through < fields[env, rr, cc]:
-                fields[env, rr, cc] = through
-                heapq.heappush(heap, (through, rr * cols + cc))
+            if through < field[rr, cc]:
+                field[rr, cc] = through
+                way[rr, cc] = k
+                q = kind[k]
+                queue_keys[tails[q]], queue_nodes[tails[q]] = through, rr * cols + cc
+                tails[q] += 1
+
+
+@njit(cache=True)
+def _ways_open(passable, via, envs, cells, moves, crossed, crossed_count):
+    """SeenMap.intact: follow each cell's planned way back to the goal, checking every cell on it and every
+    cell its moves cross."""
+    cols = passable.shape[2]
+    open_ways = np.zeros(envs.shape[0], np.bool_)
+    for i in range(envs.shape[0]):
+        env = envs[i]
+        if cells[i] < 0:
+            continue
+        r, c = cells[i] // cols, cells[i] % cols
+        ok = True
+        while ok:
+            k = via[env, r, c]
+            if k < 0:
+                break
+            ok = passable[env, r, c]
+            r, c = r - moves[k, 0], c - moves[k, 1]
+            for j in range(crossed_count[k]):
+                ok = ok and passable[env, r + crossed[k, j, 0], c + crossed[k, j, 1]]
+        open_ways[i] = ok
+    return open_ways

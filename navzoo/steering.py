@@ -35,12 +35,15 @@ GOAL_FRACTIONS = np.linspace(0, 1, GOAL_SAMPLES, dtype=np.float32)
 
 
 def steer(heights, cell_size, fields, nav_cell, slots, field, pos, heading, goal, config, hop_radius=0.0):
-    """(actions [N], bearings [N]) of the straight-line walk to `goal` [N, 2] from `pos` [N, 2] facing
-    `heading` [N] (numpy), over map `heights[slots]` and distance field `fields[field]`; `config` is the
-    simulator's SimConfig (agent radius, step, turn, success distance). See straight_line_actions."""
+    """(actions [N], bearings [N], costs [N], cells [N]) of the straight-line walk to `goal` [N, 2] from
+    `pos` [N, 2] facing `heading` [N] (numpy), over map `heights[slots]` and distance field
+    `fields[field]`; `config` is the simulator's SimConfig (agent radius, step, turn, success distance).
+    See straight_line_actions."""
     forward_steps = (np.stack([np.cos(heading), np.sin(heading)], 1) * config.forward_step).astype(np.float32)
     out = np.empty(len(pos), np.int64)
     bearings = np.empty(len(pos), np.float32)
+    costs = np.empty(len(pos), np.float32)
+    cells = np.empty(len(pos), np.int64)
     straight_line_actions(
         heights,
         np.float32(cell_size),
@@ -64,8 +67,10 @@ def steer(heights, cell_size, fields, nav_cell, slots, field, pos, heading, goal
         round(config.forward_step / MARCH) - 1,
         out,
         bearings,
+        costs,
+        cells,
     )
-    return out, bearings
+    return out, bearings, costs, cells
 
 
 @njit(cache=True)
@@ -92,10 +97,15 @@ def straight_line_actions(
     step_index,
     out,
     bearings,
+    costs,
+    cells,
 ):
-    """The straight-line walk's action [N] into `out` and its bearing error [N] (radians, positive to the
-    left) into `bearings`, one environment at a time, each segment walked only up to its first blocked
-    point (navzoo.train.teacher's tensor_labels computes the same for every point at once).
+    """The straight-line walk's action [N] into `out`, its bearing error [N] (radians, positive to the
+    left) into `bearings`, the cost of the best look-ahead point [N] (metres to it plus the field's
+    distance from it; inf where none is reachable) into `costs` and the field's cell that distance came
+    through (row * cols + col, -1 if none) into `cells`, one environment at a time, each segment walked
+    only up to its first blocked point (navzoo.train.teacher's tensor_labels computes the same for every
+    point at once).
 
     `heights` [P, rows, cols] and `fields` [F, rows', cols'] are any maps and distance fields of them (the
     scenes themselves, or maps an agent has built), `slots` and `field` index them per environment.
@@ -105,7 +115,7 @@ def straight_line_actions(
     pi, two_pi = np.float32(math.pi), np.float32(2 * math.pi)
     for i in range(pos.shape[0]):
         slot, f, x, y = slots[i], field[i], pos[i, 0], pos[i, 1]
-        best_cost, best_direction = np.float32(np.inf), 0
+        best_cost, best_direction, best_cell = np.float32(np.inf), 0, -1
         for d in range(directions):
             ux, uy = units[d, 0], units[d, 1]
             k = 0
@@ -117,9 +127,11 @@ def straight_line_actions(
             for j in ahead:
                 if j < k:
                     ex, ey = x + ux * marches[j], y + uy * marches[j]
-                    end = kernels.geodesic(fields, f, nav_cell, ex, ey, heights, cell_size, slot, hop_radius)
+                    end, cell = kernels.geodesic_via(
+                        fields, f, nav_cell, ex, ey, heights, cell_size, slot, hop_radius
+                    )
                     if marches[j] + end < best_cost:
-                        best_cost, best_direction = marches[j] + end, d
+                        best_cost, best_direction, best_cell = marches[j] + end, d, cell
         best = angles[best_direction]
         to_x, to_y = goal[i, 0] - x, goal[i, 1] - y
         distance = np.float32(math.sqrt(to_x * to_x + to_y * to_y))
@@ -144,3 +156,5 @@ def straight_line_actions(
             action = STOP
         out[i] = action
         bearings[i] = error
+        costs[i] = best_cost
+        cells[i] = best_cell

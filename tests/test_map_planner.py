@@ -10,12 +10,13 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
-from navzoo.baselines import OracleAgent, make_baseline
+from navzoo.baselines import MapPlannerAgent, OracleAgent, make_baseline
 from navzoo.errors import ConfigError
 from navzoo.evaluation import evaluate, summarize
 from navzoo.seen_map import SeenMap
-from navzoo.sim import BatchSim, SimConfig
+from navzoo.sim import MOVE_FORWARD, BatchSim, SimConfig
 
 FAMILIES = ("apartment-s", "apartment", "office", "office-l")
 
@@ -58,9 +59,11 @@ def test_planning_on_the_complete_map_gives_the_navigation_grids_field(val_sim):
     sim = val_sim
     sim.reset(seed=0)
     seen = SeenMap(sim)
+    state = seen.state_dict()
     for env in range(sim.num_envs):
-        seen.solid[env] = _truth(sim, env)
-    seen.replan(np.arange(sim.num_envs), sim.goal.numpy())
+        state["solid"][env] = torch.from_numpy(_truth(sim, env))
+    seen.load_state_dict(state)
+    seen.replan(np.arange(sim.num_envs), sim.goal.numpy(), sim.pos.numpy(), margin=math.inf)
     for env in range(sim.num_envs):
         expected = sim.pool.fields[int(sim.field[env])].numpy()
         np.testing.assert_array_equal(np.isinf(seen.fields[env]), np.isinf(expected))
@@ -87,6 +90,63 @@ def test_a_forward_step_that_goes_nowhere_marks_the_cell_ahead(val_sim):
     x, y = pos[0] + reach * np.array([math.cos(heading[0]), math.sin(heading[0])])
     changed = np.argwhere(seen.solid != before)
     assert changed.tolist() == [[0, math.floor(y / 0.25), math.floor(x / 0.25)]]
+
+
+class PlanningAfresh(MapPlannerAgent):
+    """The map-planner as the simplest reading of it: every time the map grows, plan every reachable cell."""
+
+    def plan(self, depth, first):
+        sim = self.sim
+        pos, heading, goal = sim.pos.numpy(), sim.heading.numpy(), sim.goal.numpy()
+        self.map.reset(np.flatnonzero(first.numpy()))
+        grew = self.map.observe(depth[..., 0].numpy(), pos, heading) | self.map.bump(pos, heading)
+        self.map.replan(np.flatnonzero(grew | first.numpy()), goal, pos, margin=math.inf)
+        actions, bearings, _, _ = self._steer(np.arange(sim.num_envs), pos, heading, goal)
+        return actions, bearings
+
+
+def test_plans_kept_while_they_serve_steer_as_planning_afresh(val_sim):
+    """The planner settles distances only a little past the agent's own and keeps a plan while the way from
+    its best look-ahead point is still open; it must choose exactly what planning in full would."""
+    sim = val_sim
+    obs, first = sim.reset(seed=1), torch.ones(sim.num_envs, dtype=torch.bool)
+    lazy, afresh = MapPlannerAgent(sim), PlanningAfresh(sim)
+    kept = 0
+    for _ in range(400):
+        actions, bearings = lazy.plan(obs["depth"], first)
+        kept += int((lazy.map.grown & (lazy.map.bounds > -math.inf)).sum())
+        expected_actions, expected_bearings = afresh.plan(obs["depth"], first)
+        np.testing.assert_array_equal(actions, expected_actions)
+        np.testing.assert_array_equal(bearings, expected_bearings)
+        for agent in (lazy, afresh):
+            agent.map.record_actions(actions == MOVE_FORWARD)
+        obs, _, first, _ = sim.step(torch.from_numpy(actions))
+    assert kept > 100  # plans were kept over grown maps, so the comparison covered that path
+
+
+def test_passable_cells_follow_the_walls_as_they_appear(val_sim):
+    sim = val_sim
+    obs, first = sim.reset(seed=2), torch.ones(sim.num_envs, dtype=torch.bool)
+    planner = make_baseline("map-planner", sim)
+    for _ in range(60):
+        obs, _, first, _ = sim.step(planner.act(obs, first))
+    fresh = SeenMap(sim)
+    fresh.load_state_dict(planner.map.state_dict())  # derives passable cells from the solid ones at once
+    np.testing.assert_array_equal(planner.map.passable, fresh.passable)
+
+
+def test_a_restored_map_plans_as_the_original(val_sim):
+    sim = val_sim
+    obs, first = sim.reset(seed=3), torch.ones(sim.num_envs, dtype=torch.bool)
+    original = make_baseline("map-planner", sim)
+    for _ in range(50):
+        obs, _, first, _ = sim.step(original.act(obs, first))
+    restored = make_baseline("map-planner", sim)
+    restored.map.load_state_dict(original.map.state_dict())
+    for _ in range(100):
+        actions = original.act(obs, first)
+        np.testing.assert_array_equal(restored.act(obs, first), actions)
+        obs, _, first, _ = sim.step(actions)
 
 
 def test_map_planner_navigates_the_small_apartments_close_to_the_oracle(one_thread):

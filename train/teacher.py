@@ -69,7 +69,7 @@ class StraightLineOracle:
 
     def _cpu_labels(self) -> tuple[torch.Tensor, torch.Tensor]:
         sim, pool = self.sim, self.sim.pool
-        actions, bearings = steer(
+        actions, bearings, _, _ = steer(
             pool.atlas.heights.numpy(),
             pool.cell_size,
             pool.fields.numpy(),

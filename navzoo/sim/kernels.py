@@ -126,9 +126,15 @@ def geodesic(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius
     With `hop_radius` > 0 a hop counts only if a disc of that radius at its midpoint is clear in map
     `heights[slot]`: on a partial map an unseen cell at a wall corner has a finite distance from the far
     side, and an unchecked hop would lend it through the corner. The scenes' own fields need no check."""
+    return geodesic_via(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius)[0]
+
+
+@njit(cache=True, inline="always")
+def geodesic_via(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius):
+    """(geodesic's distance, the index row * cols + col of the cell it goes through; -1 if none)."""
     rows, cols = fields.shape[1], fields.shape[2]
     row, col = math.floor(y / nav_cell), math.floor(x / nav_cell)
-    best = np.float32(np.inf)
+    best, via = np.float32(np.inf), -1
     for dr in range(-1, 2):
         r = min(max(row + dr, 0), rows - 1)
         for dc in range(-1, 2):
@@ -138,5 +144,7 @@ def geodesic(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius
                 heights, cell_size, slot, (x + cx) / 2, (y + cy) / 2, hop_radius
             ):
                 continue
-            best = min(best, fields[field, r, c] + np.float32(math.hypot(cx - x, cy - y)))
-    return best
+            through = fields[field, r, c] + np.float32(math.hypot(cx - x, cy - y))
+            if through < best:
+                best, via = through, r * cols + c
+    return best, via
