@@ -78,14 +78,15 @@ def test_teacher_share_decays_linearly_and_decides_who_drives():
         assert [teacher.share(f) for f in (0, 500, 1000, 5000)] == pytest.approx([1.0, 0.6, 0.2, 0.2])
         oracle = StraightLineOracle(sim).actions()
         learner = (oracle + 1) % 4  # never the oracle's action
-        actions, labels, _ = teacher.drive(learner, frames=0)
+        observations, masks = sim.observe(), torch.ones(64, dtype=torch.bool)
+        actions, labels, _ = teacher.drive(observations, masks, learner, frames=0)
         assert torch.equal(labels, oracle) and torch.equal(actions, oracle)  # the oracle drives all
         torch.manual_seed(0)
         never = dataclasses.replace(config, oracle_share_start=0.0, oracle_share_end=0.0)
-        actions, _, _ = OracleTeacher(sim, never).drive(learner, frames=0)
+        actions, _, _ = OracleTeacher(sim, never).drive(observations, masks, learner, frames=0)
         assert torch.equal(actions, learner)
         torch.manual_seed(0)
-        actions, _, _ = teacher.drive(learner, frames=500)  # 60% oracle
+        actions, _, _ = teacher.drive(observations, masks, learner, frames=500)  # 60% oracle
         assert 0.4 < (actions == oracle).float().mean().item() < 0.8
     finally:
         sim.close()

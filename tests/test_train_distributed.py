@@ -366,6 +366,23 @@ def test_imitation_resume_equals_uninterrupted_run(tmp_path):
     _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
 
 
+def test_imitation_of_the_map_planner_resumes_exactly(tmp_path):
+    """The map-planner teacher remembers what each agent has seen; its maps travel in the checkpoint (the
+    stop falls mid-episode). The learner sees RGB, so the simulator renders depth for the teacher alone."""
+    extra = (
+        "algorithm=dagger",
+        "imitation.teacher=map-planner",
+        f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
+        "model=pointnav-simple-cnn",
+        "sim.sensors=[rgb]",
+        "sim.resolution=[64,64]",
+    )
+    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
+    assert _newest(tmp_path / "one_go")["workers"][0]["teacher"]["solid"].any()
+    config = json.loads((tmp_path / "one_go" / "config.json").read_text())
+    assert config["architecture"]["sensors"] == ["rgb", "pointgoal_with_gps_compass"]
+
+
 @pytest.mark.parametrize("second", ["ppo", "dagger"])
 def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
     """finetune.from_frames hands the run from imitation to its second stage with a fresh optimiser: DD-PPO

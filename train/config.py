@@ -36,6 +36,8 @@ LR_SCALINGS = ("none", "sqrt")
 BACKENDS = ("auto", "gloo", "nccl")
 WANDB_MODES = ("online", "offline", "disabled")
 AUX_TASKS = ("cpca", "inverse_dynamics")  # navzoo.train.auxiliary
+# The teachers of imitation (navzoo.train.teacher) and the cameras each reads besides the simulator's state.
+TEACHER_SENSORS = {"shortest-path": (), "map-planner": ("depth",)}
 
 
 @dataclass(frozen=True)
@@ -105,13 +107,17 @@ class PPOConfig(Config):
 
 @dataclass(frozen=True)
 class ImitationConfig(Config):
-    """DAgger from the simulator's shortest-path oracle (algorithm: dagger; navzoo.train.imitation).
+    """DAgger from a teacher in the simulator (algorithm: dagger; navzoo.train.imitation).
 
-    The oracle drives a random share of the steps, decaying linearly from `oracle_share_start` to
-    `oracle_share_end` over the first `oracle_decay_frames` frames; the learner drives the rest. The rollout,
-    epochs, mini-batches, optimiser and value-loss weight come from the `ppo` block.
+    The teacher (the oracle) drives a random share of the steps, decaying linearly from `oracle_share_start`
+    to `oracle_share_end` over the first `oracle_decay_frames` frames; the learner drives the rest. The
+    rollout, epochs, mini-batches, optimiser and value-loss weight come from the `ppo` block.
     """
 
+    # "shortest-path": the straight-line walk over the scene's own distance field (it knows the map).
+    # "map-planner": the same walk over a map of the walls the agent's depth camera has shown, unseen space
+    # counted free (navzoo.baselines); the simulator renders depth for it where the learner has none.
+    teacher: str = "shortest-path"
     oracle_share_start: float = 1.0
     oracle_share_end: float = 0.0
     oracle_decay_frames: int = 500_000
@@ -131,6 +137,7 @@ class ImitationConfig(Config):
         check_field_types(self, "imitation.")
 
     def validate(self) -> None:
+        _one_of("imitation.teacher", self.teacher, tuple(TEACHER_SENSORS))
         for name in ("oracle_share_start", "oracle_share_end"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a share in [0, 1]")
@@ -312,13 +319,22 @@ class TrainConfig(Config):
             raise ConfigError("policy", sorted(self.policy), f"PolicyConfig fields: {names}") from None
 
     def sim_for_rank(self, rank: int) -> SimConfig:
-        """Worker `rank`'s simulator: its own seed (so its own scene stream) and any rank overrides."""
+        """Worker `rank`'s simulator: its own seed (so its own scene stream), any rank overrides, and the
+        cameras an imitation teacher reads that the policy does not (teacher_only_sensors)."""
         changes = dict(self.rank_sim_overrides.get(rank, {}))
         changes.setdefault("seed", self.seed * 1000 + rank)
+        changes.setdefault("sensors", (*self.sim.sensors, *self.teacher_only_sensors()))
         try:
             return self.sim.replace(**changes)
         except TypeError:
             raise ConfigError("rank_sim_overrides", changes, "SimConfig fields") from None
+
+    def teacher_only_sensors(self) -> tuple[str, ...]:
+        """Cameras the simulator renders for the imitation teacher alone (not stored, not seen by the
+        policy): the map-planner's depth where the learner sees RGB."""
+        if self.algorithm != "dagger":
+            return ()
+        return tuple(s for s in TEACHER_SENSORS[self.imitation.teacher] if s not in self.sim.sensors)
 
     def worker_device(self) -> str:
         """The device each worker trains and simulates on: `device`, or with "auto" a `sim.device` that

@@ -1,10 +1,10 @@
-"""Imitation of the simulator's shortest-path oracle, DAgger-style (Ross et al. 2011), inside the trainer.
+"""Imitation of a teacher, DAgger-style (Ross et al. 2011), inside the trainer.
 
-The embedded simulator knows every scene's distance field, so a shortest-path oracle
-(navzoo.train.teacher.StraightLineOracle, SPL 0.99) can label every step of every rollout with the action
-it would take there. The learner drives;
-a random share of the steps is driven by the oracle instead (DAgger's mixture policy), and that share
-decays over training. The update clones the labels over the rollout's whole sequences, several epochs of
+The embedded simulator knows every scene's distance field, so a teacher can label every step of every
+rollout with the action it would take there (navzoo.train.teacher): the shortest-path oracle, which knows
+the whole map, or the map-planner, which knows what the agent has seen. The learner drives; a random share
+of the steps is driven by the teacher instead (DAgger's mixture policy), and that share decays over
+training. The update clones the labels over the rollout's whole sequences, several epochs of
 mini-batches like PPO's, through the same recurrent masking and DistributedDataParallel all-reduce. The
 critic learns the rollout's returns meanwhile, so that DD-PPO fine-tuning of the same model starts with
 a useful value function (PIRLNav, Ramrakhya et al. 2023).
@@ -26,7 +26,7 @@ from navzoo.sim.config import STOP
 from navzoo.train.config import ImitationConfig, PPOConfig
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
-from navzoo.train.teacher import StraightLineOracle
+from navzoo.train.teacher import TEACHERS
 
 
 @dataclass
@@ -137,12 +137,19 @@ class DAgger(PPO):
 
 
 class OracleTeacher:
-    """Labels every step with the oracle's action and picks, step by step, whether the oracle or the learner
-    drives. Draws come from torch's global generator, which the trainer seeds and checkpoints."""
+    """Labels every step with the teacher's action (imitation.teacher, the oracle of DAgger) and picks, step
+    by step, whether the teacher or the learner drives. Draws come from torch's global generator, which
+    the trainer seeds and checkpoints; the teacher's own memory is in state_dict()."""
 
     def __init__(self, sim: BatchSim, config: ImitationConfig):
-        self.oracle = StraightLineOracle(sim)
+        self.oracle = TEACHERS[config.teacher](sim)
         self.config = config
+
+    def state_dict(self) -> dict:
+        return self.oracle.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.oracle.load_state_dict(state)
 
     def share(self, frames: int) -> float:
         """The oracle's share of the driving after `frames` frames of training."""
@@ -151,10 +158,16 @@ class OracleTeacher:
         return cfg.oracle_share_start + done * (cfg.oracle_share_end - cfg.oracle_share_start)
 
     def drive(
-        self, learner_actions: torch.Tensor, frames: int
+        self,
+        observations: dict[str, torch.Tensor],
+        masks: torch.Tensor,
+        learner_actions: torch.Tensor,
+        frames: int,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(the actions to take [N], the oracle's labels [N], its bearings [N]) in the simulator's current
-        state (StraightLineOracle.labels)."""
-        labels, bearings = self.oracle.labels()
+        """(the actions to take [N], the teacher's labels [N], its bearings [N]) for the simulator's
+        `observations` now; `masks` [N] is False where an episode begins (the rollout's masks)."""
+        labels, bearings = self.oracle.labels(observations, ~masks)
         oracle_drives = torch.rand(labels.shape, device=labels.device) < self.share(frames)
-        return torch.where(oracle_drives, labels, learner_actions), labels, bearings
+        actions = torch.where(oracle_drives, labels, learner_actions)
+        self.oracle.taken(actions)
+        return actions, labels, bearings

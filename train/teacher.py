@@ -1,4 +1,9 @@
-"""The teacher of imitation: a shortest-path follower that walks straight lines.
+"""The teachers of imitation: a shortest-path follower that walks straight lines over the scene's own
+distance field (it knows the whole map), and the map-planner, which walks the same way over a map of what
+the agent has seen.
+
+Both label every step with (action, bearing) through `labels(observations, first)`, are told the actions
+the simulator was given (`taken`), and keep what a restart needs (`state_dict`).
 
 navzoo.baselines.OracleAgent follows the local gradient of the scene's distance field, a shortest path on
 an 8-connected grid. That is cheap and near-perfect by SPL, but it zigzags between the grid's 45-degree
@@ -15,8 +20,10 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
+from navzoo.baselines import MapPlannerAgent
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from navzoo.steering import (
@@ -59,13 +66,23 @@ class StraightLineOracle:
         """The teacher's action [N] in every environment's current state (it needs no observations)."""
         return self.labels()[0]
 
-    def labels(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def labels(self, observations=None, first=None) -> tuple[torch.Tensor, torch.Tensor]:
         """(actions [N], bearings [N]): the teacher's action, and the direction of the way it takes relative
         to the agent's heading (radians in [-pi, pi), positive to the left), a denser target than the
-        action for a learner to predict."""
+        action for a learner to predict. It reads the simulator's state; observations and episode starts
+        are not needed."""
         if self.sim.device.type == "cpu":
             return self._cpu_labels()
         return self.tensor_labels()
+
+    def taken(self, actions: torch.Tensor) -> None:
+        """Nothing to remember: the oracle sees the whole scene at every step."""
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
 
     def _cpu_labels(self) -> tuple[torch.Tensor, torch.Tensor]:
         sim, pool = self.sim, self.sim.pool
@@ -130,3 +147,43 @@ class StraightLineOracle:
         """[N, 2] the displacement of a step forward from each environment's heading."""
         heading = self.sim.heading
         return torch.stack([torch.cos(heading), torch.sin(heading)], 1) * self.sim.config.forward_step
+
+
+class MapPlannerTeacher:
+    """A teacher that knows only what the learner has seen: the map-planner (navzoo.baselines), which maps
+    the walls the depth camera shows, counts unseen space as free, and walks the shortest way it can
+    believe in, in straight runs. Its choices depend on the episode so far, not on walls nobody has seen
+    yet, so a recurrent learner can learn them; the oracle's turns towards a door it cannot see yet a
+    learner can only guess at. It needs depth images (the trainer renders them for it when the learner
+    sees RGB) and runs on the CPU."""
+
+    def __init__(self, sim: BatchSim):
+        self.planner = MapPlannerAgent(sim)
+
+    def labels(self, observations: dict[str, torch.Tensor], first: torch.Tensor):
+        """(actions [N], bearings [N]) as StraightLineOracle.labels gives them, after mapping the depth
+        images seen now; `first` [N] marks episodes that just began."""
+        actions, bearings = self.planner.plan(observations["depth"], first)
+        return torch.from_numpy(actions), torch.from_numpy(bearings)
+
+    def taken(self, actions: torch.Tensor) -> None:
+        """Record the actions the simulator is given (the learner's or the teacher's): a forward step that
+        goes nowhere marks what it hit."""
+        self.planner.map.record_actions(actions.numpy() == MOVE_FORWARD)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return self.planner.map.state_dict()
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore the maps; without any (a checkpoint of a run that had another teacher), start each
+        environment's map afresh, as if its episode had just begun."""
+        seen = self.planner.map
+        if state:
+            seen.load_state_dict(state)
+        else:
+            seen.reset(np.arange(len(seen.solid)))
+
+
+TEACHERS = {"shortest-path": StraightLineOracle, "map-planner": MapPlannerTeacher}
+# What each teacher reads from the simulator besides its state.
+TEACHER_SENSORS = {"shortest-path": (), "map-planner": ("depth",)}

@@ -132,6 +132,8 @@ class Trainer:
         self.frozen_encoder = encoder if encoder is not None and encoder.frozen else None
         torch.manual_seed(config.seed * 1000 + workers.rank + 1)  # each worker's own action samples
         self.sim = BatchSim(config.sim_for_rank(workers.rank).replace(device=str(self.device)))
+        self.teacher_only_sensors = config.teacher_only_sensors()
+        self.sim_observations: dict[str, torch.Tensor] = {}  # the simulator's latest, for the teacher
         self.frames_per_update = config.frames_per_update(workers.world_size)
         if config.algorithm == "dagger":
             self.teacher = OracleTeacher(self.sim, config.imitation)
@@ -290,7 +292,7 @@ class Trainer:
         self.preemption.begin(self.update)
         metric_names = self._metric_names()
         sums = dict.fromkeys(("episodes", *metric_names), 0.0)
-        sim_s = inference_s = 0.0
+        sim_s = inference_s = teacher_s = 0.0
         for step in range(cfg.ppo.num_steps):
             if self.preemption.should_stop(step):
                 break
@@ -299,8 +301,11 @@ class Trainer:
             with torch.no_grad(), self.ppo.autocast():
                 act = self.policy.act(observations, hidden, prev_actions, masks)
             actions, labels, bearings = act.action, None, None
+            t_teacher = self._sync_time()
             if self.teacher is not None:
-                actions, labels, bearings = self.teacher.drive(act.action, self.frames)
+                actions, labels, bearings = self.teacher.drive(
+                    self.sim_observations, masks, act.action, self.frames
+                )
             t1 = self._sync_time()
             next_observations, rewards, dones, info = self.sim.step(actions)
             next_observations = self._observe(next_observations)
@@ -314,7 +319,8 @@ class Trainer:
                 sums["episodes"] += float(dones.sum())
                 for name in metric_names:
                     sums[name] += float(episode[name][dones].sum())
-            inference_s += t1 - t0
+            inference_s += t_teacher - t0
+            teacher_s += t1 - t_teacher
             sim_s += t2 - t1
         else:
             self.preemption.finished()
@@ -331,10 +337,14 @@ class Trainer:
             "preempted": float(steps < cfg.ppo.num_steps),
             "sim_s": sim_s,
             "inference_s": inference_s,
+            "teacher_s": teacher_s,
         }
 
     def _observe(self, observations: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """The simulator's observations as the rollout stores them (visual features for a frozen encoder)."""
+        """The simulator's observations as the rollout stores them: without the teacher's own cameras, and
+        with visual features for a frozen encoder. The teacher reads them as they came."""
+        self.sim_observations = observations
+        observations = {k: v for k, v in observations.items() if k not in self.teacher_only_sensors}
         if self.frozen_encoder is None:
             return observations
         visual = self.frozen_encoder.visual_sensors
@@ -385,13 +395,14 @@ class Trainer:
         world = self.workers.world_size
         metrics = {k: v / world for k, v in totals.items() if k.startswith("loss/")}
         sim_s, inference_s = totals["rollout/sim_s"] / world, totals["rollout/inference_s"] / world
-        learn_s = totals["rollout/learning_s"] / world
-        busy = sim_s + inference_s + learn_s
+        teacher_s, learn_s = totals["rollout/teacher_s"] / world, totals["rollout/learning_s"] / world
+        busy = sim_s + inference_s + teacher_s + learn_s
         metrics.update(
             {
                 "perf/fps": frames / wall,
                 "perf/sim_fraction": sim_s / busy,
                 "perf/inference_fraction": inference_s / busy,
+                **({"perf/teacher_fraction": teacher_s / busy} if self.teacher else {}),
                 "perf/learning_fraction": learn_s / busy,
                 "perf/update_s": wall,
                 "rollout/steps_mean": totals["rollout/steps"] / world,
@@ -420,6 +431,7 @@ class Trainer:
             "sim": self.sim.state_dict(),
             "carry": storage.carry_state(),
             "rng": ckpt.rng_state(self.device),
+            "teacher": self.teacher.state_dict() if self.teacher is not None else {},
         }
         gathered = [None] * self.workers.world_size if self.workers.is_main else None
         dist.gather_object(worker_state, gathered, dst=0)
@@ -474,6 +486,8 @@ class Trainer:
         self.sim.load_state_dict(mine["sim"])
         to_device = {k: v.to(self.device) for k, v in mine["carry"].items()}
         storage.load_carry_state(to_device, self._observe(self.sim.observe()))
+        if self.teacher is not None:
+            self.teacher.load_state_dict(mine.get("teacher", {}))
         ckpt.set_rng_state(mine["rng"], self.device)
 
     def _initialise_from(self, source: str) -> None:
