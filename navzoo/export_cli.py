@@ -11,7 +11,7 @@ def register(subparsers) -> None:
         description="Write one glTF mesh per scene, a habitat-sim scene dataset config and the scenes' "
         "PointNav episodes in habitat-lab's dataset layout (see navzoo.habitat_export).",
     )
-    parser.add_argument("out", help="folder to write: new, empty, or an earlier export to update")
+    parser.add_argument("out", help="folder to write: new, empty, or an earlier export to add to")
     parser.add_argument("--split", default="val", choices=SPLITS, help="the split (default val)")
     add_families_option(parser)
     parser.add_argument(
@@ -27,7 +27,8 @@ def _run(args) -> None:
     from navzoo.habitat_export import export_scenes
 
     summary = export_scenes(args.out, args.split, tuple(args.scene_families), args.count)
+    kept = f", {summary.kept} of them already there (an update adds to them)" if summary.kept else ""
     print(
-        f"wrote {summary.scenes} scenes ({summary.triangles:,} triangles) and {summary.episodes} "
+        f"wrote {summary.scenes} scenes{kept} ({summary.triangles:,} triangles) and {summary.episodes} "
         f"{args.split} episodes to {summary.out}: {summary.bytes / 1e6:.1f} MB in {summary.seconds:.1f} s"
     )

@@ -8,6 +8,9 @@ Episodes name their scene as habitat-lab's PointNav datasets do, relative to the
 (`habitat.dataset.scenes_dir=OUT/scene_datasets`): "navzoo/apartment/val/00002.glb". navzoo reads such a
 file back as an episodes_file. The val and test splits export their fixed episodes (those navzoo evaluates
 on); train scenes get `episodes_per_scene` freshly generated ones each.
+
+An export into an earlier one adds to it: the split's scenes already there are exported again with the new
+ones, so that the split's episodes file covers every mesh of the split, as one export of them all would.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import generate_episodes, save_episodes, scene_assets
 from navzoo.sim.materials import MATERIALS
 from navzoo.sim.mesh import scene_mesh
-from navzoo.sim.scenes import SCENES_PER_SPLIT, generate_scene, scene_id
+from navzoo.sim.scenes import SCENES_PER_SPLIT, generate_scene, parse_scene_id, scene_id
 
 DATASET = "navzoo"
 SCENES_FOLDER = Path("scene_datasets") / DATASET
@@ -37,8 +40,9 @@ class ExportSummary:
     scenes: int
     episodes: int
     triangles: int
-    bytes: int
+    bytes: int  # all of OUT
     seconds: float
+    kept: int = 0  # scenes of the split that were already in OUT, exported again with the new ones
 
 
 def export_scenes(
@@ -49,11 +53,17 @@ def export_scenes(
     episodes_per_scene: int = SimConfig.episodes_per_scene,
 ) -> ExportSummary:
     """Write the first `count` scenes of each family of `split` (all of a val or test split by default)
-    and their episodes under `out`, which must be new, empty or an earlier export."""
+    and their episodes under `out`, which must be new, empty or an earlier export (which this adds to)."""
     started = time.perf_counter()
     out = Path(out)
-    ids = _scene_ids(split, families, count)
+    requested = _scene_ids(split, families, count)
     _check_out(out)
+    # habitat-sim's config loads every .glb below it and habitat-lab reads one episodes file per split, so
+    # an update that rewrote the split's episodes for the new scenes alone would leave meshes without
+    # episodes. A habitat user adds scene sets to a dataset folder; so an update adds, and exports the
+    # split's earlier scenes again with the new ones (scenes and episodes are deterministic per scene id).
+    earlier = _exported_scene_ids(out, split)
+    ids = _in_split_order(set(requested) | set(earlier))
     config = SimConfig(split=split, scene_families=tuple(families), episodes_per_scene=episodes_per_scene)
     (out / SCENES_FOLDER).mkdir(parents=True, exist_ok=True)
     triangles, episodes = 0, []
@@ -81,7 +91,8 @@ def export_scenes(
     episodes_file.parent.mkdir(parents=True, exist_ok=True)
     save_episodes(episodes, episodes_file, scene_path=lambda sid: f"{DATASET}/{sid}.glb")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-    return ExportSummary(out, len(ids), len(episodes), triangles, size, time.perf_counter() - started)
+    kept = len(set(earlier) - set(requested))
+    return ExportSummary(out, len(ids), len(episodes), triangles, size, time.perf_counter() - started, kept)
 
 
 def _scene_ids(split: str, families, count: int | None) -> list[str]:
@@ -98,6 +109,36 @@ def _scene_ids(split: str, families, count: int | None) -> list[str]:
         raise ConfigError("count", count, f"scenes per family, an integer in 1 .. {available} for {split}")
     # Interleaved across families, in the order of the split's episode set (split_scene_ids).
     return [scene_id(family, split, index) for index in range(count) for family in families]
+
+
+def _exported_scene_ids(out: Path, split: str) -> list[str]:
+    """The scene ids of the split's meshes in an earlier export (none in a new folder)."""
+    ids = []
+    for path in sorted((out / SCENES_FOLDER).glob(f"*/{split}/*.glb")):
+        sid = f"{path.parent.parent.name}/{split}/{path.stem}"
+        try:
+            canonical = scene_id(*parse_scene_id(sid))
+        except ConfigError:
+            canonical = None
+        if canonical != sid:
+            raise ConfigError(
+                "out",
+                str(out),
+                f"a new or empty folder, or an earlier export to update: {path} is not one of navzoo's "
+                "scene meshes; remove it",
+            )
+        ids.append(sid)
+    return ids
+
+
+def _in_split_order(ids) -> list[str]:
+    """Interleaved across families, as _scene_ids and split_scene_ids order them."""
+
+    def key(sid: str) -> tuple[int, int]:
+        family, _, index = parse_scene_id(sid)
+        return index, SCENE_FAMILIES.index(family)
+
+    return sorted(ids, key=key)
 
 
 def _check_out(out: Path) -> None:

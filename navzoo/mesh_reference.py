@@ -30,14 +30,17 @@ def load_mesh(path: str | Path):
 
 
 def random_poses(scene: Scene, count: int, agent_radius: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """`count` places where the agent can stand ([count, 2], metres) and headings ([count], radians)."""
+    """`count` places where the agent can stand ([count, 2], metres) and headings ([count], radians), in
+    float32 as the simulator holds them, so that navzoo's renderer and Embree see the very same poses."""
     grid = NavGrid(scene, agent_radius)
     rows, cols = np.nonzero(grid.free)
     rng = np.random.default_rng(seed)
     pick = rng.choice(len(rows), size=count, replace=len(rows) < count)
     jitter = rng.uniform(-0.5, 0.5, size=(count, 2)) * grid.cell_size  # off the cell centres
     positions = grid.cell_centres(rows[pick], cols[pick]) + jitter
-    return positions, rng.uniform(-math.pi, math.pi, size=count)
+    # Rounding only the renderer's copy to float32 would turn its heading by up to 1.2e-7 rad, which a ray
+    # grazing a wall magnifies (tests/test_habitat_export.py).
+    return positions.astype(np.float32), rng.uniform(-math.pi, math.pi, size=count).astype(np.float32)
 
 
 def navzoo_depth(
