@@ -6,8 +6,11 @@
 
 Each configuration runs in its own process, so its peak memory and its thread count are its own. BatchSim
 steps all environments with random forward / left / right actions (no stop, so episodes run to their step
-limit); a reset is timed per environment. `first call s` is the time of the first render, which includes
-compiling the kernel where it is not cached yet (numba caches on disk; torch.compile does not across runs).
+limit); a reset is timed per environment. `first call s` is the time of the first reset and step, which
+compile the kernels or load them from the on-disk caches (numba's, and inductor's for torch.compile, which
+still traces the kernels in every process). The cold-start table measures the same first call once more for
+each kernel technology in the run (numba; torch.compile with `--compile on`) in a process whose caches are
+empty, as after a fresh install: the one-off compile cost.
 
 ViZDoom (`pip install -e '.[bench]'` adds it) runs in the same session as the reference: one process, the
 my_way_home navigation map, 160x120 greyscale with its depth buffer, random actions. The last table gives
@@ -31,6 +34,8 @@ from report import machine_info, markdown_table, write_json
 
 SENSOR_SETS = (("depth", 64), ("depth", 128), ("rgb", 64))
 VIZDOOM_SCENARIO = "my_way_home.cfg"
+# Where numba and torch.compile (inductor, and Triton on CUDA) keep compiled kernels between processes.
+COMPILE_CACHES = ("NUMBA_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
 
 
 def measure(spec: dict) -> dict:
@@ -53,16 +58,18 @@ def measure(spec: dict) -> dict:
         seed=0,
     )
     sim = BatchSim(config)
-    started = time.perf_counter()
-    sim.reset()  # the first render: compiles (or loads from the cache) the kernel
-    first_call = time.perf_counter() - started
     sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
     generator = torch.Generator(device=device).manual_seed(0)
 
     def random_moves():
         return torch.randint(1, 4, (n,), device=device, generator=generator)
 
-    for _ in range(3):
+    started = time.perf_counter()
+    sim.reset()  # the first render and move: compile the kernels (or load them from the caches)
+    sim.step(random_moves())
+    sync()
+    first_call = time.perf_counter() - started
+    for _ in range(2):
         sim.step(random_moves())
     sync()
     steps, started = 0, time.perf_counter()
@@ -120,7 +127,10 @@ def _child(spec: dict) -> dict | None:
     command = [sys.executable, os.path.abspath(__file__), "--one", json.dumps(spec)]
     # A scratch working directory: ViZDoom writes its _vizdoom.ini settings file into the current one.
     with tempfile.TemporaryDirectory() as scratch:
-        done = subprocess.run(command, capture_output=True, text=True, cwd=scratch)
+        env = dict(os.environ)
+        if spec.get("cold"):  # empty compile caches in the scratch folder, gone with it
+            env.update({name: os.path.join(scratch, name.lower()) for name in COMPILE_CACHES})
+        done = subprocess.run(command, capture_output=True, text=True, cwd=scratch, env=env)
     if done.returncode != 0:
         print(f"  failed: {spec}: {done.stderr.strip().splitlines()[-1:]}", flush=True)
         return None
@@ -142,6 +152,9 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=4.0, help="stepping time per configuration")
     parser.add_argument("--no-vizdoom", action="store_true", help="skip the ViZDoom reference")
+    parser.add_argument(
+        "--no-cold-start", action="store_true", help="skip the first calls with empty compile caches"
+    )
     parser.add_argument("--out", default=None, help="JSON output path")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -172,6 +185,7 @@ def main() -> None:
                             f"  {renderer} {threads}t {envs:>5} {sensor} {resolution}: {row['fps']:,.0f} fps",
                             flush=True,
                         )
+    cold = [] if args.no_cold_start else _cold_starts(args, renderers)
     vizdoom = None if args.no_vizdoom else _child({"vizdoom": True, "seconds": args.seconds})
     machine = machine_info(args.device)
     columns = [
@@ -186,6 +200,9 @@ def main() -> None:
     ]
     print(f"\nBatchSim.step on {machine['cpu']} ({machine['cores']} cores), torch {machine['torch']}\n")
     print(markdown_table(columns, rows))
+    if cold:
+        print("\nFirst call (reset and step) with empty compile caches, as after a fresh install:\n")
+        print(markdown_table([*columns[:4], ("first call s", "first_call_s")], cold))
     comparison = _against_vizdoom(rows, vizdoom)
     if comparison:
         print("\nAgainst ViZDoom, measured in the same run:\n")
@@ -194,8 +211,37 @@ def main() -> None:
                 [("simulator", "name"), ("frames/s", "fps"), ("ratio to ViZDoom", "ratio")], comparison
             )
         )
-    path = write_json(f"sim_throughput-{args.device}", machine, {"rows": rows, "vizdoom": vizdoom}, args.out)
+    results = {"rows": rows, "cold_start": cold, "vizdoom": vizdoom}
+    path = write_json(f"sim_throughput-{args.device}", machine, results, args.out)
     print(f"\nwrote {path}")
+
+
+def _cold_starts(args, renderers: list[str]) -> list[dict]:
+    """The first call of each kernel technology that compiles (numba; the torch kernels with --compile on),
+    at each thread count (numba compiles a serial and a parallel kernel), in a process with empty caches."""
+    rows = []
+    for renderer in renderers:
+        if renderer == "torch" and args.compile == "off":
+            continue  # eager tensor kernels compile nothing
+        for threads in args.threads:
+            spec = {
+                "device": args.device,
+                "renderer": renderer,
+                "compile": args.compile == "on",
+                "threads": threads,
+                "envs": max(args.envs),  # enough rays for the compiled kernels (render.COMPILE_MIN_RAYS)
+                "sensor": "depth",
+                "resolution": 64,
+                "seconds": 0,  # only the first call is reported
+                "cold": True,
+            }
+            row = _child(spec)
+            if row is not None:
+                rows.append(row)
+                print(
+                    f"  cold start {renderer} {threads}t: first call {row['first_call_s']:.1f} s", flush=True
+                )
+    return rows
 
 
 def _against_vizdoom(rows: list[dict], vizdoom: dict | None) -> list[dict]:
