@@ -602,6 +602,15 @@ def test_actor_warmup_schedule_hand_computed(update, factor):
     config = PPOConfig(critic_warmup_updates=3, actor_warmup_updates=4)
     assert actor_lr_factor(config, update) == factor
     assert actor_lr_factor(PPOConfig(), update) == 1.0
+    # With actor_lr_scale the actor rises to that share of the critic's rate instead.
+    assert actor_lr_factor(dataclasses.replace(config, actor_lr_scale=0.1), update) == pytest.approx(factor / 10)
+
+
+def test_actor_learns_at_its_share_of_the_critics_rate():
+    ppo = PPO(tiny_policy(), PPOConfig(actor_lr_scale=0.1), lr=1e-3, device=CPU, distributed=False)
+    assert ppo.set_progress(0.0, update=0) == pytest.approx(1e-3)
+    rates = {g["role"]: g["lr"] for g in ppo.optimizer.param_groups}
+    assert rates == pytest.approx({"actor": 1e-4, "critic": 1e-3})
 
 
 @pytest.mark.parametrize("optimizer", ["adam", "lamb"])

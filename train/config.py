@@ -73,6 +73,10 @@ class PPOConfig(Config):
     # over actor_warmup_updates. Without both, the policy first collapses (PIRLNav, Ramrakhya et al. 2023).
     critic_warmup_updates: int = 0
     actor_warmup_updates: int = 0
+    # The actor's learning rate as a share of lr (the critic head's), after its warm-up. Fine-tuning a
+    # trained policy wants a fresh critic to learn fast and the policy to move slowly (PIRLNav's actor
+    # learns at a small fraction of its critic's rate).
+    actor_lr_scale: float = 1.0
     # Self-supervised auxiliary tasks (Ye et al. 2020; navzoo.train.auxiliary): "cpca" (action-conditional
     # CPC over cpca_steps steps) and/or "inverse_dynamics", each weighted aux_loss_coef in the loss.
     aux_tasks: tuple[str, ...] = ()
@@ -96,6 +100,8 @@ class PPOConfig(Config):
         for name in ("critic_warmup_updates", "actor_warmup_updates"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"ppo.{name}", getattr(self, name), "an integer >= 0")
+        if not 0 < self.actor_lr_scale <= 1:
+            raise ConfigError("ppo.actor_lr_scale", self.actor_lr_scale, "a share in (0, 1]")
         _one_of("ppo.optimizer", self.optimizer, OPTIMIZERS)
         _one_of("ppo.lr_scaling", self.lr_scaling, LR_SCALINGS)
         for task in self.aux_tasks:

@@ -92,18 +92,19 @@ def vtrace(
 
 def actor_lr_factor(config: PPOConfig, update: int) -> float:
     """The share of the learning rate everything but the critic head gets at update `update`: 0 while the
-    critic warms up, then rising linearly to 1 over actor_warmup_updates."""
+    critic warms up, then rising linearly to actor_lr_scale over actor_warmup_updates."""
     warm = update - config.critic_warmup_updates
     if warm < 0:
         return 0.0
-    return min(1.0, (warm + 1) / config.actor_warmup_updates) if config.actor_warmup_updates else 1.0
+    ramp = min(1.0, (warm + 1) / config.actor_warmup_updates) if config.actor_warmup_updates else 1.0
+    return ramp * config.actor_lr_scale
 
 
 def _by_role(policy: ActorCritic, groups: list[dict], config: PPOConfig) -> list[dict]:
     """Optimiser groups split into the critic head's parameters and the rest ("actor": encoder, recurrent
     core, action head), so the warm-up can hold the actor still. Without a warm-up the groups are kept as
     they are, so checkpoints of runs without one keep their optimiser layout."""
-    if not (config.critic_warmup_updates or config.actor_warmup_updates):
+    if not (config.critic_warmup_updates or config.actor_warmup_updates or config.actor_lr_scale != 1):
         return groups
     critic = {id(p) for p in policy.critic.parameters()}
     split = []
