@@ -3,6 +3,7 @@
 import os
 
 from navzoo.errors import ConfigError
+from navzoo.sim_cli import add_device_option, add_threads_option, resolve_device, set_threads
 
 
 def register(subparsers) -> None:
@@ -32,30 +33,26 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
-    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N to run models on (default cpu)")
-    parser.add_argument(
-        "--threads",
-        type=int,
+    add_device_option(parser, "where the agents and the simulator run")
+    add_threads_option(
+        parser,
+        "torch threads (one environment's small tensors run fastest on one thread, and much faster than on "
+        "several when other work keeps the cores busy)",
+        "torch's own choice",
         default=1,
-        help="torch threads (default 1: one environment's small tensors run fastest on one thread, and "
-        "much faster than on several when other work keeps the cores busy)",
     )
     parser.set_defaults(run=_run)
 
 
 def _run(args) -> None:
-    if args.threads < 1:
-        raise ConfigError("threads", args.threads, "1 or more")
+    set_threads(args.threads)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # read when gradio is imported
-    import torch
-
     try:
         from navzoo.demo.app import build_app, launch
     except ImportError as err:
         hint = f"an install with gradio: pip install 'navzoo[demo]' ({err})"
         raise ConfigError("demo", "navzoo demo", hint) from None
-    torch.set_num_threads(args.threads)
-    app = build_app(models=args.models, replays=args.replays, device=args.device)
+    app = build_app(models=args.models, replays=args.replays, device=resolve_device(args.device))
     try:
         launch(app, host=args.host, port=args.port)
     except OSError as err:  # gradio: the port is taken

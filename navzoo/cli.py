@@ -6,12 +6,11 @@ answer without loading torch.
 """
 
 import argparse
-import difflib
 import importlib
 import re
 import sys
 
-from navzoo.errors import ConfigError, NavzooError
+from navzoo.errors import ConfigError, NavzooError, closest
 from navzoo.version import __version__
 
 # name -> (module that registers it, one-line help shown by `navzoo --help`)
@@ -79,8 +78,8 @@ def _command(argv: list[str]) -> str | None:
     word = next((a for a in argv if not a.startswith("-")), None)
     if word is None or word in COMMANDS:
         return word
-    close = difflib.get_close_matches(word, COMMANDS, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else f" (choose from {', '.join(COMMANDS)})"
+    close = closest(word, COMMANDS)
+    hint = f"; did you mean {close!r}?" if close else f" (choose from {', '.join(COMMANDS)})"
     print(f"navzoo: error: unknown command {word!r}{hint}", file=sys.stderr)
     raise SystemExit(2)
 

@@ -10,12 +10,11 @@ config's __post_init__ (navzoo.typed_config), not here.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import typing
 from typing import Any, Self
 
-from navzoo.errors import ConfigError
+from navzoo.errors import ConfigError, closest
 
 
 class Config:
@@ -55,9 +54,7 @@ def check_keys(kind: type, data: Any, block: str = "") -> None:
     unknown = sorted(set(data) - set(known), key=str)
     if unknown:
         key = unknown[0]
-        close = difflib.get_close_matches(str(key), known, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ConfigError(_key(block, key), data[key], listed + hint)
+        raise ConfigError(_key(block, key), data[key], listed, suggestion=closest(key, known))
     missing = [name for name in _required(kind) if name not in data]
     if missing:
         raise ConfigError(

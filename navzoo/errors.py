@@ -1,5 +1,6 @@
 """Exceptions a user can cause. Every message says what was wrong and what to do about it."""
 
+import difflib
 import reprlib
 from collections.abc import Iterable
 
@@ -13,14 +14,24 @@ class NavzooError(Exception):
     """Base class for all errors raised by navzoo on bad input."""
 
 
-class ConfigError(NavzooError, ValueError):
-    """A configuration field has a value navzoo cannot use."""
+def closest(word: object, choices: Iterable[object]) -> str | None:
+    """The choice a mistyped `word` most likely meant (difflib's closest match), or None."""
+    found = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1)
+    return found[0] if found else None
 
-    def __init__(self, field: str, value: object, allowed: str | Iterable[object]):
+
+class ConfigError(NavzooError, ValueError):
+    """A configuration field has a value navzoo cannot use. `suggestion`, the value most likely meant (see
+    `closest`), leads the message: after a typo it is what the reader needs, not the list of everything."""
+
+    def __init__(
+        self, field: str, value: object, allowed: str | Iterable[object], *, suggestion: str | None = None
+    ):
         if not isinstance(allowed, str):
             allowed = "one of " + ", ".join(repr(a) for a in allowed)
         self.field, self.value, self.allowed = field, value, allowed
-        super().__init__(f"invalid {field}={_quote.repr(value)}: allowed values are {allowed}")
+        hint = f"did you mean {suggestion!r}? Allowed values are" if suggestion else "allowed values are"
+        super().__init__(f"invalid {field}={_quote.repr(value)}: {hint} {allowed}")
 
 
 class EpisodeError(NavzooError, ValueError):

@@ -8,9 +8,8 @@ navzoo.replay) and for PointGoal spl_by_distance.png (DD-PPO Fig. 13).
 
 from pathlib import Path
 
-from navzoo.errors import ConfigError
 from navzoo.names import ACTION_MODES, BASELINES, GOAL_BASELINES, GOALLESS_BASELINES
-from navzoo.sim_cli import add_sim_arguments, resolution
+from navzoo.sim_cli import add_sim_arguments, add_threads_option, resolution, resolve_device, set_threads
 
 
 def register(subparsers) -> None:
@@ -48,27 +47,17 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--out", default="runs/eval", help="output folder (default runs/eval)")
     parser.add_argument("--map-episode", type=int, default=0, help="episode drawn on the maps (default 0)")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="torch threads (default: torch's own choice; on a busy machine 1 is often faster)",
-    )
+    add_threads_option(parser, "torch threads (on a busy machine 1 is often faster)", "torch's own choice")
     add_sim_arguments(parser)
     # None marks "not given", so that models can bring their own task, sensors and resolution.
     parser.set_defaults(run=_run, task=None, sensors=None, resolution=None)
 
 
 def _run(args) -> None:
-    import torch
-
     from navzoo.evaluation import format_distance_table, format_table, run
     from navzoo.tasks import get_task
 
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ConfigError("threads", args.threads, "1 or more")
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     result = run(
         args.agents,
         task=args.task,
@@ -83,7 +72,7 @@ def _run(args) -> None:
         num_envs=args.num_envs,
         families=tuple(args.scene_families),
         episodes_file=args.episodes_file,
-        device=args.device,
+        device=resolve_device(args.device),
         seed=args.seed,
     )
     print()

@@ -1,6 +1,12 @@
-"""Simulator options shared by the commands, and `navzoo episodes` (export a split in habitat's format)."""
+"""Options shared by the commands (simulator, device, threads, and the deprecated spellings of options), and
+`navzoo episodes` (export a split in habitat's format).
+
+An option means the same on every command that has it: `--device` takes the names training's `device` key
+takes and defaults to auto; `--threads 0` is automatic; `--scene-families` is SimConfig.scene_families.
+"""
 
 import argparse
+import sys
 
 from navzoo.errors import ConfigError
 from navzoo.sim.config import SCENE_FAMILIES, SENSORS, SPLITS, TASKS, SimConfig
@@ -17,8 +23,78 @@ def add_sim_arguments(parser: argparse.ArgumentParser, split: str = "val") -> No
     )
     add_families_option(group)
     group.add_argument("--episodes-file", default=None, help="habitat PointNav .json(.gz) episodes to run")
-    group.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default cpu)")
+    add_device_option(group, "where the simulator and the models run")
     group.add_argument("--seed", type=int, default=0, help="seed of the sampled actions (default 0)")
+
+
+DEVICES = "auto (CUDA when there is one, else the CPU), cpu, cuda or cuda:N"
+
+
+def add_device_option(parser, what: str, default: str | None = "auto") -> None:
+    """--device, as training's `device` key: a default of None leaves it to the config (auto)."""
+    shown = default or "the config's, auto"
+    parser.add_argument("--device", default=default, help=f"{what}: {DEVICES} (default {shown})")
+
+
+def resolve_device(device: str) -> str:
+    """The device --device names; "auto" is CUDA when there is one, else the CPU, as in training."""
+    if device != "auto":
+        return device
+    import torch  # when a command runs: the parsers load without torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def add_threads_option(parser, what: str, automatic: str, default: int | None = 0) -> None:
+    """--threads N, with 0 for automatic on every command (`automatic` says what that is there); a default
+    of None leaves it to the config."""
+    shown = "the config's torch_threads" if default is None else default
+    text = f"{what}; 0 is automatic: {automatic} (default {shown})"
+    parser.add_argument("--threads", type=int, default=default, metavar="N", help=text)
+
+
+def set_threads(threads: int) -> None:
+    """torch's intra-op threads in a one-process command: `threads`, or with 0 torch's own choice."""
+    if threads < 0:
+        raise ConfigError("threads", threads, "0 (automatic) or a positive integer")
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def add_deprecated_alias(parser, alias: str, option: str) -> None:
+    """Keep `alias`, an earlier spelling of the existing `option`, working for one release: it sets what
+    `option` sets and says on stderr to write `option` instead. --help shows only `option`."""
+    target = parser._option_string_actions[option]
+    parser.add_argument(
+        alias,
+        action=DeprecatedAlias,
+        option=option,
+        dest=target.dest,
+        nargs=target.nargs,
+        type=target.type,
+        choices=target.choices,
+        metavar=target.metavar,
+        default=argparse.SUPPRESS,  # the default is `option`'s
+        help=argparse.SUPPRESS,
+    )
+
+
+class DeprecatedAlias(argparse.Action):
+    """The action of an option's earlier spelling (add_deprecated_alias)."""
+
+    def __init__(self, option_strings, dest, option: str, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.option = option
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(
+            f"{parser.prog}: warning: {option_string} is deprecated and will be removed in the next release; "
+            f"write {self.option}",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
 
 
 def add_resolution_option(parser, what: str, default: int | None = None) -> None:
@@ -44,10 +120,9 @@ def resolution(values: list[int] | None) -> tuple[int, int] | None:
 
 
 def add_families_option(parser, default: tuple[str, ...] | None = SCENE_FAMILIES, what: str = "") -> None:
-    """--scene-families (SimConfig.scene_families; --families for short)."""
+    """--scene-families (SimConfig.scene_families); --families, its earlier spelling, is deprecated."""
     parser.add_argument(
         "--scene-families",
-        "--families",
         dest="scene_families",
         nargs="+",
         metavar="FAMILY",
@@ -55,6 +130,7 @@ def add_families_option(parser, default: tuple[str, ...] | None = SCENE_FAMILIES
         choices=SCENE_FAMILIES,
         help=what or f"scene families to use: {', '.join(SCENE_FAMILIES)} (default: all)",
     )
+    add_deprecated_alias(parser, "--families", "--scene-families")
 
 
 def register(subparsers) -> None:

@@ -83,7 +83,9 @@ def test_unknown_key_suggests_the_closest_field(override, key, closest):
     with pytest.raises(ConfigError) as info:
         load_config("navzoo-pointnav-depth", [override])
     assert info.value.field == key
-    assert str(info.value).endswith(f"did you mean {closest!r}?")
+    message = str(info.value)  # the suggestion first, the list of fields after it
+    assert message.startswith(f"invalid {key}=")
+    assert f": did you mean {closest!r}? Allowed values are" in message
 
 
 def test_unknown_architecture_key_suggests_the_closest_field(tmp_path):

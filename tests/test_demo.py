@@ -339,7 +339,7 @@ def test_cli_registers_demo():
         ["demo", "--models", "a", "--models", "b", "--replays", "r", "--port", "0"]
     )
     assert args.models == ["a", "b"] and args.replays == ["r"] and args.host == "127.0.0.1"
-    assert args.device == "cpu" and args.threads == 1
+    assert args.device == "auto" and args.threads == 1  # the default of every command
 
 
 # --- the served app, through gradio_client ------------------------------------------------------------

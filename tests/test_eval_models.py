@@ -154,7 +154,7 @@ def test_eval_command_on_model_folders(model_folders, tmp_path, capsys):
     depth, blind = model_folders
     out = tmp_path / "eval"
     argv = ["eval", str(depth), str(blind), "--episodes", str(EPISODES), "--num-envs", "8"]
-    argv += ["--families", "apartment-s", "--replays", "2", "--out", str(out)]
+    argv += ["--scene-families", "apartment-s", "--replays", "2", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "tiny-depth" in printed and "tiny-blind" in printed and "geodesic" in printed

@@ -141,7 +141,7 @@ def test_goal_steering_baselines_are_refused_without_a_goal():
 
 def eval_argv(*words, out) -> list[str]:
     """`navzoo eval WORDS...` (agents and options) on two episodes of the small apartments."""
-    fixed = ["--episodes", "2", "--num-envs", "2", "--threads", "1", "--families", "apartment-s"]
+    fixed = ["--episodes", "2", "--num-envs", "2", "--threads", "1", "--scene-families", "apartment-s"]
     return ["eval", *map(str, words), *fixed, "--replays", "1", "--out", str(out)]
 
 
@@ -180,7 +180,7 @@ def test_eval_task_defaults_to_the_first_models(model_folders, tmp_path, capsys)
             "is a Flee policy; evaluate it on task 'flee', or leave the task unset and name this model first "
             "(the --task option)",
         ),
-        (["FLEE", "--threads", "0"], "invalid threads=0"),
+        (["FLEE", "--threads", "-1"], "invalid threads=-1: allowed values are 0 (automatic) or a positive"),
     ],
 )
 def test_eval_command_refuses_what_cannot_run(model_folders, tmp_path, capsys, agents, message):

@@ -67,7 +67,7 @@ def test_eval_command_reports_bad_input_clearly(tmp_path):
 def test_episodes_command_writes_habitat_dataset(tmp_path):
     out = tmp_path / "val.json.gz"
     subprocess.run(
-        [sys.executable, "-m", "navzoo.cli", "episodes", str(out), "--families", "apartment-s"],
+        [sys.executable, "-m", "navzoo.cli", "episodes", str(out), "--scene-families", "apartment-s"],
         check=True,
         capture_output=True,
         timeout=600,

@@ -5,8 +5,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from navzoo.errors import ConfigError
-from navzoo.train.config_options import add_config_options, option_overrides, preset_names, print_config
+from navzoo.errors import ConfigError, closest
+from navzoo.sim_cli import add_deprecated_alias
+from navzoo.train.config_options import (
+    HABITAT_KEYS_HELP,
+    add_config_options,
+    config_overrides,
+    preset_names,
+    print_config,
+)
 
 
 def register(subparsers) -> None:
@@ -19,15 +26,16 @@ def register(subparsers) -> None:
         "folder gets checkpoints/, log.jsonl, tb/ (TensorBoard), learning_curve.png, and config.json + "
         "model.safetensors, so navzoo.load(RUN_DIR) and `navzoo eval RUN_DIR` work.",
         epilog=f"presets: {presets}. Example: navzoo train pointnav-depth-se-resnet9 total_frames=2e6 "
-        "sim.num_envs=32 --run-dir runs/depth",
+        f"sim.num_envs=32 --run-dir runs/depth. {HABITAT_KEYS_HELP}.",
     )
     parser.add_argument(
         "config", nargs="?", default=None, help="a preset name or a YAML file (optional with --resume)"
     )
     parser.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="e.g. ppo.lr=1e-4 sim.num_envs=32")
     parser.add_argument(
-        "--run-dir", "--out", help="folder for checkpoints, logs and the trained model (needed to train)"
+        "--run-dir", help="folder for checkpoints, logs and the trained model (needed to train)"
     )
+    add_deprecated_alias(parser, "--out", "--run-dir")  # --out is the output folder of eval and push
     parser.add_argument(
         "--resume",
         action="store_true",
@@ -47,11 +55,12 @@ def _run(args) -> int:
     from navzoo.train.config import load_config
     from navzoo.train.trainer import CONFIG_FILE, config_summary, train
 
+    _check_preset_name(args.config)
     if args.run_dir is None and not (args.print_config and not args.resume):
         raise ConfigError("run_dir", None, "a folder for the run's checkpoints, logs and model")
     run_dir = Path(args.run_dir or ".")
     config_source = args.config
-    overrides = [*args.overrides, *option_overrides(args)]
+    overrides = config_overrides(args)
     if config_source is not None and "=" in config_source:
         overrides.insert(0, config_source)  # only overrides were given
         config_source = None
@@ -85,3 +94,11 @@ def _run(args) -> int:
     else:
         print(f"done: {result.updates} updates, {result.frames:,} frames; model in {run_dir}")
     return 0
+
+
+def _check_preset_name(source: str | None) -> None:
+    """A mistyped preset name is refused first, leading with the preset meant (load_config lists them all)."""
+    if source is None or "=" in source or Path(source).exists() or source in preset_names():
+        return
+    if close := closest(source, preset_names()):
+        raise ConfigError("config", source, "a YAML file or a preset", suggestion=close)

@@ -3,7 +3,8 @@
 One vocabulary across navzoo's commands: `--frames`, `--threads`, `--num-envs`, `--resolution`,
 `--scene-families` and `--device` mean the same on every command that has them, and on the training commands
 each is a shortcut for a KEY=VALUE override (`--frames 2e6` is `total_frames=2e6`). Options are applied
-after the overrides given as KEY=VALUE, so an option wins over an override of the same key.
+after the overrides given as KEY=VALUE, so an option wins over an override of the same key, on both commands.
+Overrides may also use habitat-baselines' names for the settings both have (HABITAT_KEYS).
 """
 
 from __future__ import annotations
@@ -13,20 +14,74 @@ from importlib import resources
 
 import yaml
 
-from navzoo.sim_cli import add_families_option, add_resolution_option, resolution
+from navzoo.sim_cli import (
+    add_device_option,
+    add_families_option,
+    add_resolution_option,
+    add_threads_option,
+    resolution,
+)
+
+# habitat-baselines' keys (habitat-lab's habitat_baselines/config/default_structured_configs.py) for the
+# settings navzoo has under its own name, where they mean the same: environments per worker, frames summed
+# over the workers, updates between checkpoints and between log lines, DD-PPO's sync fraction, the W&B run,
+# and PPO's fields of the same name. (checkpoint_folder is left out: navzoo's run folder holds more than
+# checkpoints; so is ddppo.distrib_backend, whose values are spelt differently.)
+_HABITAT_TOP = {
+    "num_environments": "sim.num_envs",
+    "total_num_steps": "total_frames",
+    "checkpoint_interval": "checkpoint_every",
+    "log_interval": "log_every",
+}
+_HABITAT_PPO = (
+    "num_steps",
+    "ppo_epoch",
+    "num_mini_batch",
+    "clip_param",
+    "value_loss_coef",
+    "entropy_coef",
+    "use_clipped_value_loss",
+    "gamma",
+    "tau",
+    "use_normalized_advantage",
+    "lr",
+    "eps",
+    "max_grad_norm",
+    "use_linear_lr_decay",
+)
+HABITAT_KEYS = {
+    # The top-level ones also without their block, as habitat-baselines' flat configs wrote them.
+    **_HABITAT_TOP,
+    **{f"habitat_baselines.{key}": ours for key, ours in _HABITAT_TOP.items()},
+    "habitat_baselines.rl.ddppo.sync_frac": "distributed.sync_frac",
+    "habitat_baselines.wb.project_name": "wandb.project",
+    "habitat_baselines.wb.entity": "wandb.entity",
+    "habitat_baselines.wb.run_name": "wandb.name",
+    "habitat_baselines.wb.group": "wandb.group",
+    **{f"habitat_baselines.rl.ppo.{key}": f"ppo.{key}" for key in _HABITAT_PPO},
+}
+HABITAT_KEYS_HELP = (
+    "habitat-baselines' keys work too: habitat_baselines.num_environments (sim.num_envs), "
+    "total_num_steps (total_frames), checkpoint_interval (checkpoint_every), log_interval (log_every), "
+    "rl.ddppo.sync_frac (distributed.sync_frac), wb.project_name / entity / run_name / group (wandb.*) "
+    "and rl.ppo.<field> (ppo.<field>)"
+)
 
 
-def add_config_options(parser: argparse.ArgumentParser, frames: bool = True) -> None:
+def add_config_options(parser: argparse.ArgumentParser, frames_default: int | None = None) -> None:
+    """The shortcuts; `frames_default` is the command's own total_frames, if not the config's."""
     group = parser.add_argument_group("shortcuts for config keys")
-    if frames:
-        group.add_argument("--frames", type=float, help="total_frames: frames summed over all workers")
-    group.add_argument("--threads", type=int, help="torch_threads: threads per worker (0: automatic)")
+    shown = f"{frames_default:,}" if frames_default else "the config's"
+    group.add_argument(
+        "--frames", type=float, help=f"total_frames: frames summed over all workers (default {shown})"
+    )
+    add_threads_option(
+        group, "torch_threads: threads per worker", "the cores split between the workers", None
+    )
     group.add_argument("--num-envs", type=int, help="sim.num_envs: environments per worker")
     add_resolution_option(group, "sim.resolution: camera size in pixels")
     add_families_option(group, default=None, what="sim.scene_families: the scene families to train in")
-    group.add_argument(
-        "--device", help="device: cpu, cuda or cuda:N; the simulator runs on the device that trains"
-    )
+    add_device_option(group, "device, where each worker trains and simulates", default=None)
     group.add_argument(
         "--print-config",
         action="store_true",
@@ -43,10 +98,16 @@ def preset_names() -> list[str]:
     return sorted(f.name.removesuffix(".yaml") for f in files if f.name.endswith(".yaml"))
 
 
-def option_overrides(args: argparse.Namespace) -> list[str]:
+def config_overrides(args: argparse.Namespace) -> list[str]:
+    """The KEY=VALUE overrides of a command line in the order they apply: those given, with habitat-baselines'
+    keys renamed to navzoo's, then the shortcut options'."""
+    return [*map(_navzoo_key, args.overrides), *_option_overrides(args)]
+
+
+def _option_overrides(args: argparse.Namespace) -> list[str]:
     """The KEY=VALUE overrides the shortcut options given stand for."""
     keys = {
-        "total_frames": _frames(getattr(args, "frames", None)),
+        "total_frames": _frames(args.frames),
         "torch_threads": args.threads,
         "sim.num_envs": args.num_envs,
         "sim.resolution": _listed(resolution(args.resolution)),
@@ -58,6 +119,11 @@ def option_overrides(args: argparse.Namespace) -> list[str]:
 
 def print_config(data: dict) -> None:
     print(yaml.safe_dump(data, sort_keys=False), end="")
+
+
+def _navzoo_key(override: str) -> str:
+    key, sep, value = override.partition("=")
+    return f"{HABITAT_KEYS.get(key, key)}{sep}{value}"
 
 
 def _frames(value: float | None) -> int | None:

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from navzoo.errors import ConfigError
-from navzoo.train.config_options import add_config_options, option_overrides, print_config
+from navzoo.sim_cli import add_deprecated_alias
+from navzoo.train.config_options import HABITAT_KEYS_HELP, add_config_options, config_overrides, print_config
 
 DEFAULT_FRAMES = 1_000_000
 
@@ -26,7 +27,7 @@ def register(subparsers) -> None:
         "finetune ...`). The run folder is a `navzoo train` run folder plus transfer.yaml: resume it with "
         "--resume, evaluate it with `navzoo eval RUN_DIR --task TASK`, publish it with `navzoo push`.",
         epilog=f"settings: {settings}. Example: navzoo finetune --task flee --setting pointgoal-finetune "
-        "--from navzoo-pointnav-rgb --frames 2e5",
+        f"--from navzoo-pointnav-rgb --frames 2e5. {HABITAT_KEYS_HELP}.",
     )
     parser.add_argument("--task", choices=("flee", "explore"), help="the new task")
     parser.add_argument(
@@ -38,13 +39,10 @@ def register(subparsers) -> None:
         help="the PointGoal model: a zoo name, a model or `navzoo train` run folder, or hf-hub:org/name",
     )
     parser.add_argument(
-        "--frames", type=float, help=f"frames of experience per run (default {DEFAULT_FRAMES:.0e})"
-    )
-    parser.add_argument(
         "--run-dir",
-        "--out",
         help="run folder (default runs/finetune/TASK-SETTING); with --setting all, the sweep's folder",
     )
+    add_deprecated_alias(parser, "--out", "--run-dir")  # --out is the output folder of eval and push
     parser.add_argument("--resume", action="store_true", help="continue the run saved in --run-dir")
     parser.add_argument(
         "--overwrite",
@@ -68,7 +66,7 @@ def register(subparsers) -> None:
         "--planner-hidden-size", type=int, help="neural-controller planner width (default 512)"
     )
     group.add_argument("--planner-layers", type=int, help="neural-controller planner LSTM layers (default 2)")
-    add_config_options(parser, frames=False)
+    add_config_options(parser, frames_default=DEFAULT_FRAMES)
     sweep = parser.add_argument_group("sweep (--setting all)")
     sweep.add_argument("--eval-episodes", type=int, default=32, help="val episodes per point (default 32)")
     sweep.add_argument("--points", type=int, default=5, help="checkpoints evaluated per run (default 5)")
@@ -86,8 +84,8 @@ def _run(args) -> int:
     for flag, value in (("--task", args.task), ("--setting", args.setting), ("--from", args.base)):
         if value is None:
             raise ConfigError(flag, None, "a value (or --resume --run-dir RUN to continue a run)")
-    frames = int(args.frames or DEFAULT_FRAMES)
-    overrides = [*args.overrides, *option_overrides(args)]
+    overrides = config_overrides(args)
+    frames = _total_frames(overrides)
     if args.setting == "all" and not args.print_config:
         return _sweep(args, frames, overrides, _options(args))
     setting = setting_id("scratch" if args.setting == "all" else args.setting)
@@ -99,6 +97,18 @@ def _run(args) -> int:
         print_config({"transfer": transfer.to_dict(), "train": config.to_dict()})
         return 0
     return _train(transfer, config, run_dir, resume=False, overwrite=args.overwrite, base=base)
+
+
+def _total_frames(overrides: list[str]) -> int:
+    """total_frames as the overrides leave it (the last wins, and --frames comes last, as on `navzoo
+    train`), else DEFAULT_FRAMES. The sweep needs it before any training config is built."""
+    from navzoo.train.config import TrainConfig, apply_override
+
+    data = {"total_frames": DEFAULT_FRAMES}
+    for item in overrides:
+        if item.partition("=")[0] == "total_frames":
+            apply_override(data, item)
+    return TrainConfig(total_frames=data["total_frames"]).total_frames  # checked and made an int
 
 
 def _options(args) -> dict:
@@ -132,7 +142,7 @@ def _resume(args) -> int:
             raise ConfigError(
                 name, value, f"{saved[name]!r} as saved in the run, or leave it out with --resume"
             )
-    overrides = [*args.overrides, *option_overrides(args)]  # --frames included
+    overrides = config_overrides(args)  # --frames included
     if overrides:
         data = config.to_dict()
         for item in overrides:

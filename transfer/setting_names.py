@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from navzoo.errors import ConfigError
+from navzoo.errors import ConfigError, closest
 
 
 @dataclass(frozen=True)
@@ -48,4 +48,5 @@ def setting_id(name: str) -> str:
     for setting in SETTINGS.values():
         if name.lower() in (setting.id, setting.label.lower()):
             return setting.id
-    raise ConfigError("setting", name, tuple(SETTINGS))
+    names = [name for s in SETTINGS.values() for name in (s.id, s.label.lower())]
+    raise ConfigError("setting", name, tuple(SETTINGS), suggestion=closest(name.lower(), names))

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 from navzoo.baselines import BASELINES, check_baseline_task, make_baseline
-from navzoo.errors import ConfigError, UnknownModelError
+from navzoo.errors import ConfigError, UnknownModelError, closest
 from navzoo.evaluation.episodes import EpisodeResult, evaluate
 from navzoo.evaluation.report import episode_map, plot_by_distance, summarize
 from navzoo.models import ActorCritic
@@ -73,8 +73,13 @@ def load_agent(source: str, device: str = "cpu") -> Agent:
     try:
         policy = load(source, device=device)
     except UnknownModelError as err:
-        hint = f"The baseline agents are {', '.join(BASELINES)}."
-        raise UnknownModelError(f"{str(err).rstrip('.')}. {hint}") from None
+        baselines = ", ".join(BASELINES)
+        if close := closest(source, BASELINES):
+            raise UnknownModelError(
+                f"unknown agent {source!r}: did you mean the baseline {close!r}? The baselines are "
+                f"{baselines}; models are zoo names, model or run folders, or hf-hub:org/name"
+            ) from None
+        raise UnknownModelError(f"{str(err).rstrip('.')}. The baseline agents are {baselines}.") from None
     return Agent(_label(source), source, policy)
 
 
