@@ -16,13 +16,11 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from navzoo.evaluation import format_estimate
 from navzoo.models import NeuralControllerConfig, config_from_dict
+from navzoo.models.hub_mixin import CARD_BEGIN, CARD_END
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import CardText, get_task
 
 TRAINED_BY = ("navzoo train", "navzoo finetune")  # provenance sources that carry a training record
-# The card's generated part sits between these lines; a re-push replaces it and keeps the text around it.
-BEGIN = "<!-- navzoo: generated card, replaced on every push -->"
-END = "<!-- navzoo: end of generated card -->"
 BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation")
 
 
@@ -105,29 +103,8 @@ def model_card(
         _usage(repo_id, _task_id(evaluation)),
     ]
     body = "\n\n".join(sections)
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{BEGIN}\n{body}\n{END}\n")
-
-
-def merge_card(generated: ModelCard, existing: ModelCard | None) -> ModelCard:
-    """The card to push over `existing` (the repository's card, if it has one): the generated block and
-    metadata replace their earlier versions, and what a person added stays: text outside the block,
-    metadata keys navzoo does not write, tags beside navzoo's. A card without the block (written by hand,
-    or by navzoo before it had one) keeps its text below the new block."""
-    if existing is None:
-        return generated
-    metadata = {**existing.data.to_dict(), **generated.data.to_dict()}
-    tags = [*generated.data.tags, *(t for t in existing.data.tags or [] if t not in generated.data.tags)]
-    metadata["tags"] = tags
-    block = generated.text.strip()
-    text = existing.text
-    if BEGIN in text and END in text:
-        before, rest = text.split(BEGIN, 1)
-        after = rest.split(END, 1)[1]
-        text = f"{before}{block}{after}"
-    else:
-        text = f"{block}\n\n{text.strip()}\n" if text.strip() else f"{block}\n"
-    data = ModelCardData(**metadata)
-    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{text.lstrip()}")
+    # The generated part sits between these lines; a re-push replaces it and keeps the text around it.
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{CARD_BEGIN}\n{body}\n{CARD_END}\n")
 
 
 def _summary(name: str, config: dict[str, Any], task: CardText) -> str:

@@ -18,25 +18,20 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from huggingface_hub import CommitInfo, HfApi, ModelCard
-from huggingface_hub.errors import (
-    EntryNotFoundError,
-    HfHubHTTPError,
-    HFValidationError,
-    RevisionNotFoundError,
-)
+from huggingface_hub import CommitInfo, HfApi
+from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
 from navzoo.errors import NavzooError
 from navzoo.evaluation import run
-from navzoo.hub.card import TRAINED_BY, merge_card, model_card
+from navzoo.hub.card import TRAINED_BY, model_card
 from navzoo.models import ActorCritic
+from navzoo.models.hub_mixin import CARD_NAME, merge_repository_card
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, read_config
 from navzoo.replay import load_replay
 from navzoo.replay_view import ReplayView
 from navzoo.tasks import get_task
 from navzoo.video import write_mp4
 
-CARD_NAME = "README.md"
 EVAL_NAME = "eval.json"
 FIGURE_NAME = "spl_by_distance.png"
 VIDEO_NAME = "replay.mp4"
@@ -169,18 +164,15 @@ def upload(
     commit_message: str = "Upload navzoo model",
 ) -> CommitInfo:
     """Create the repository (and branch) if needed and upload `folder` as one commit. The folder's card
-    is first merged into the one the repository has (hub.card.merge_card), so text and metadata a person
-    added there survive."""
+    is first merged into the one the repository has (navzoo.models.hub_mixin.merge_card), so text and
+    metadata a person added there survive."""
     api = HfApi(token=token, library_name="navzoo")
     try:
         # not private: the organisation's default visibility, as huggingface_hub does
         api.create_repo(repo_id, private=private or None, exist_ok=True)
         if revision and not create_pr:
             api.create_branch(repo_id, branch=revision, exist_ok=True)
-        card_path = folder / CARD_NAME
-        if card_path.is_file():
-            existing = _repository_card(api, repo_id, None if create_pr else revision)
-            merge_card(ModelCard(card_path.read_text()), existing).save(card_path)
+        merge_repository_card(api, folder, repo_id, None if create_pr else revision)
         return api.upload_folder(
             repo_id=repo_id,
             folder_path=folder,
@@ -197,15 +189,6 @@ def upload(
             403: "the token cannot write here: use a write token of a member of the organisation",
         }.get(status, "check the repository id and your connection, then push again")
         raise HubError(f"uploading to {repo_id} failed ({err}); {hint}") from None
-
-
-def _repository_card(api: HfApi, repo_id: str, revision: str | None) -> ModelCard | None:
-    """The model card the repository holds at `revision`, or None if it has none yet."""
-    try:
-        path = api.hf_hub_download(repo_id, CARD_NAME, revision=revision)
-    except (EntryNotFoundError, RevisionNotFoundError):
-        return None
-    return ModelCard(Path(path).read_text())
 
 
 def _commit_message(folder: Path) -> str:

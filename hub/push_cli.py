@@ -8,6 +8,7 @@ from pathlib import Path
 
 from navzoo.errors import NavzooError
 from navzoo.names import ACTION_MODES
+from navzoo.sim_cli import add_device_option, resolve_device
 
 
 def register(subparsers) -> None:
@@ -53,7 +54,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--dry-run", action="store_true", help="write the folder (needs --out) but do not upload"
     )
-    parser.add_argument("--device", default="cpu", help="device for the evaluation (default cpu)")
+    add_device_option(parser, "where the evaluation runs")
     parser.set_defaults(run=_run)
 
 
@@ -75,7 +76,7 @@ def _run(args) -> None:
             eval_dir=args.eval_dir,
             license=args.license,
             base_model=args.base_model,
-            device=args.device,
+            device=resolve_device(args.device),
         )
         print(f"wrote {staging}: {', '.join(sorted(p.name for p in staging.iterdir()))}")
         if args.dry_run:

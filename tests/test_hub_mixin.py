@@ -13,7 +13,7 @@ from fake_hub import TOKEN
 from huggingface_hub import ModelCard, ModelHubMixin
 
 import navzoo
-from navzoo.errors import UnknownModelError, WeightsFormatError
+from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError
 from navzoo.models import (
     GOAL_SENSOR,
     ActorCritic,
@@ -22,6 +22,7 @@ from navzoo.models import (
     PointNavPolicy,
     PolicyConfig,
 )
+from navzoo.models.hub_mixin import CARD_BEGIN, CARD_END
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME
 
 REPO = "someone/depth-agent"
@@ -46,7 +47,9 @@ def test_policies_are_hub_mixins_with_navzoo_card_metadata(policy):
     card = policy.generate_model_card()
     assert card.data.library_name == "navzoo"
     assert {"navzoo", "navigation", "reinforcement-learning"} <= set(card.data.tags)
-    assert card.text.lstrip().startswith("# small-depth")
+    assert card.text.lstrip().startswith(f"{CARD_BEGIN}\n# small-depth") and card.text.rstrip().endswith(
+        CARD_END
+    )
 
 
 def test_save_pretrained_writes_navzoo_format_that_every_loader_reads(policy, tmp_path):
@@ -85,7 +88,8 @@ def test_push_to_hub_then_from_pretrained_round_trip(policy, fake_hub, tmp_path,
     assert [c["header"]["summary"] for c in fake_hub.commits] == ["first"]  # one commit
     card = ModelCard(uploaded["README.md"].decode())
     assert card.data.library_name == "navzoo"
-    assert card.text.lstrip().startswith(f"# {REPO}") and f'navzoo.load("hf-hub:{REPO}")' in card.text
+    assert card.text.lstrip().startswith(f"{CARD_BEGIN}\n# {REPO}")
+    assert f'navzoo.load("hf-hub:{REPO}")' in card.text
 
     cache = tmp_path / "other-cache"
     loaded = PointNavPolicy.from_pretrained(REPO, cache_dir=cache, token=TOKEN, map_location="cpu")
@@ -96,6 +100,51 @@ def test_push_to_hub_then_from_pretrained_round_trip(policy, fake_hub, tmp_path,
     assert same_weights(ActorCritic.from_pretrained(REPO, cache_dir=cache, local_files_only=True), policy)
 
 
+def test_a_second_push_keeps_what_a_person_wrote_on_the_card(policy, fake_hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    policy.push_to_hub(REPO, token=TOKEN)
+    files = fake_hub.repos[REPO]["files"]["main"]
+    # Someone edits the card on the Hub: a note above the generated block, a section below it, a tag.
+    edited = ModelCard(files["README.md"].decode())
+    edited.text = f"Trained for the lab's robot.\n\n{edited.text.strip()}\n\n## Notes\n\nSlow on stairs.\n"
+    edited.data.tags = [*edited.data.tags, "hand-picked"]
+    files["README.md"] = str(edited).encode()
+
+    policy.push_to_hub(REPO, token=TOKEN, model_card_kwargs={"task": "re-pushed"})
+    card = ModelCard(files["README.md"].decode())
+    text = card.text.strip()
+    assert text.startswith("Trained for the lab's robot.") and text.endswith("Slow on stairs.")
+    assert card.text.count(CARD_BEGIN) == 1 and "A re-pushed navigation policy" in card.text  # regenerated
+    assert "hand-picked" in card.data.tags and card.data.library_name == "navzoo"
+    assert len(fake_hub.commits) == 2
+
+
+def test_create_model_reads_a_hub_repository_with_or_without_its_weights(
+    policy, fake_hub, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    policy.push_to_hub(REPO, token=TOKEN)
+    loaded = navzoo.create_model(f"hf-hub:{REPO}", pretrained=True)
+    assert same_weights(loaded, policy) and not loaded.training
+    fresh = navzoo.create_model(f"hf-hub:{REPO}", pretrained=False)  # the architecture, new weights
+    assert fresh.config == policy.config and not same_weights(fresh, policy)
+    with pytest.raises(ConfigError, match=r"config\.json fixes the architecture"):
+        navzoo.create_model(f"hf-hub:{REPO}", pretrained=True, hidden_size=32)
+
+
+def test_from_pretrained_takes_pytorch_mixins_keywords_where_they_mean_something(policy, tmp_path):
+    policy.save_pretrained(tmp_path)
+    assert same_weights(PointNavPolicy.from_pretrained(tmp_path, strict=True, proxies=None), policy)
+    for keywords, reason in (
+        ({"strict": False}, "navzoo loads every tensor"),
+        ({"proxies": {"https": "http://proxy:3128"}}, "HTTPS_PROXY"),
+        ({"hidden_size": 32}, r"config\.json fixes the architecture.*navzoo\.create_model"),
+    ):
+        with pytest.raises(ConfigError, match=reason):
+            PointNavPolicy.from_pretrained(tmp_path, **keywords)
+
+
 def test_saving_the_same_policy_twice_gives_the_same_bytes(policy, tmp_path):
     for folder in ("one", "two"):
         policy.save_pretrained(tmp_path / folder)
@@ -103,7 +152,8 @@ def test_saving_the_same_policy_twice_gives_the_same_bytes(policy, tmp_path):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 
 
-def test_save_pretrained_can_push_as_the_mixin_does(policy, fake_hub, tmp_path):
+def test_save_pretrained_can_push_as_the_mixin_does(policy, fake_hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))  # the push reads the repository's card
     policy.save_pretrained(tmp_path / "agent", push_to_hub=True, repo_id=REPO, token=TOKEN)
     assert (tmp_path / "agent" / WEIGHTS_NAME).read_bytes() == fake_hub.repos[REPO]["files"]["main"][
         WEIGHTS_NAME

@@ -26,9 +26,10 @@ from huggingface_hub import ModelCard
 import navzoo
 from navzoo.cli import main as cli_main
 from navzoo.errors import NavzooError, UnknownModelError
-from navzoo.hub.card import BEGIN, END
 from navzoo.hub.pull import pull
 from navzoo.hub.push import HubError, upload, write_repo_folder
+from navzoo.models.hub_mixin import CARD_BEGIN as BEGIN
+from navzoo.models.hub_mixin import CARD_END as END
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
 from navzoo.train.config import load_config
 from navzoo.train.trainer import train

@@ -9,16 +9,21 @@ navzoo.load, `navzoo push` and the zoo read, and the other way round.
 
 `ActorCritic.from_pretrained` returns whichever policy class the config describes; a subclass refuses a
 folder of another class. Zoo names are navzoo.load's (the zoo is built on this module).
+
+Cards keep their generated part between CARD_BEGIN and CARD_END. A push, from here or by `navzoo push`,
+replaces that part and keeps what a person wrote around it (merge_card).
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
-from huggingface_hub import ModelCard, ModelHubMixin
+from huggingface_hub import HfApi, ModelCard, ModelCardData, ModelHubMixin
+from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
 
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError
 from navzoo.models import weights
@@ -29,11 +34,14 @@ from navzoo.models.metadata import ModelMetadata
 from navzoo.weight_sources import hf_hub
 
 HUB_REPO_ID = re.compile(r"[\w-][\w.-]*/[\w-][\w.-]*")
+CARD_NAME = "README.md"
+CARD_BEGIN = "<!-- navzoo: generated card, replaced on every push -->"
+CARD_END = "<!-- navzoo: end of generated card -->"
 CARD_TAGS = ["navzoo", "reinforcement-learning", "embodied-ai", "navigation"]
-CARD_TEMPLATE = """---
-{{ card_data }}
----
-
+CARD_TEMPLATE = (
+    "---\n{{ card_data }}\n---\n\n"
+    + CARD_BEGIN
+    + """
 # {{ repo_id or name or "navzoo navigation policy" }}
 
 A {{ task }} navigation policy for navzoo: {{ architecture }}. It was written with `save_pretrained`, in
@@ -47,6 +55,9 @@ policy = navzoo.load("{{ "hf-hub:" ~ repo_id if repo_id else "path/to/this/folde
 
 `navzoo push` publishes a model with a card that also reports its evaluation on navzoo's simulator.
 """
+    + CARD_END
+    + "\n"
+)
 
 Policy = TypeVar("Policy", bound="PolicyHubMixin")
 _POLICY_CLASSES: dict[type, type[PolicyHubMixin]] = {}  # config class -> the policy class built from it
@@ -78,10 +89,43 @@ class PolicyHubMixin(
     def _save_pretrained(self, save_directory: Path) -> None:
         weights.save_pretrained(self, save_directory)
 
-    def push_to_hub(self, repo_id: str, *, model_card_kwargs: dict[str, Any] | None = None, **kwargs) -> str:
-        """ModelHubMixin.push_to_hub; the generated card is titled with `repo_id`."""
+    def push_to_hub(
+        self,
+        repo_id: str,
+        *,
+        config: dict | None = None,
+        commit_message: str = "Push model using huggingface_hub.",
+        private: bool | None = None,
+        token: str | None = None,
+        branch: str | None = None,
+        create_pr: bool | None = None,
+        allow_patterns: list[str] | str | None = None,
+        ignore_patterns: list[str] | str | None = None,
+        delete_patterns: list[str] | str | None = None,
+        model_card_kwargs: dict[str, Any] | None = None,
+    ) -> str:
+        """ModelHubMixin.push_to_hub (same arguments, one commit), except for the card: it is titled with
+        `repo_id` and merged into the card the repository has, so a re-push keeps what a person wrote
+        outside the generated block, as `navzoo push` does."""
+        api = HfApi(token=token, library_name="navzoo")
+        repo_id = api.create_repo(repo_id=repo_id, private=private, exist_ok=True).repo_id
         card = {"repo_id": repo_id, **(model_card_kwargs or {})}
-        return super().push_to_hub(repo_id, model_card_kwargs=card, **kwargs)
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / repo_id
+            self.save_pretrained(folder, config=config, model_card_kwargs=card)
+            # A pull request starts from main, so its card is merged into main's.
+            merge_repository_card(api, folder, repo_id, None if create_pr else branch)
+            return api.upload_folder(
+                repo_id=repo_id,
+                repo_type="model",
+                folder_path=folder,
+                commit_message=commit_message,
+                revision=branch,
+                create_pr=create_pr,
+                allow_patterns=allow_patterns,
+                ignore_patterns=ignore_patterns,
+                delete_patterns=delete_patterns,
+            )
 
     def generate_model_card(self, *args, **kwargs) -> ModelCard:
         config = self.config
@@ -103,14 +147,32 @@ class PolicyHubMixin(
         local_files_only: bool = False,
         revision: str | None = None,
         map_location: str | torch.device = "cpu",
+        strict: bool = True,
+        proxies: dict[str, str] | None = None,
+        **model_kwargs: Any,
     ) -> Policy:
         """A policy with its weights, in eval mode, from a local folder (config.json + model.safetensors)
         or a Hub repository "org/name" (navzoo also spells it "hf-hub:org/name"). The keywords are
         ModelHubMixin's; `map_location` is the device, as in PyTorchModelHubMixin.
 
         Unlike ModelHubMixin's default, config.json is read once, as navzoo's format (not as __init__
-        arguments), and a pathlib.Path is always a local folder.
+        arguments), and a pathlib.Path is always a local folder. PyTorchModelHubMixin's other keywords are
+        taken where they mean something here, and refused with the reason where they would not: loading is
+        always strict, proxies come from HTTPS_PROXY / HTTP_PROXY (huggingface_hub 1.x has no `proxies`),
+        and `**model_kwargs`, which would change the architecture, clash with the weights config.json
+        describes.
         """
+        if not strict:
+            raise ConfigError("strict", strict, "True: navzoo loads every tensor of the architecture or none")
+        if proxies is not None:
+            raise ConfigError("proxies", proxies, "None: huggingface_hub takes proxies from HTTPS_PROXY")
+        if model_kwargs:
+            raise ConfigError(
+                "model_kwargs",
+                sorted(model_kwargs),
+                "none: config.json fixes the architecture of these weights; navzoo.create_model(name, "
+                "**changes) builds a changed one",
+            )
         name = pretrained_model_name_or_path
         if isinstance(name, Path) and not name.is_dir():
             raise UnknownModelError(
@@ -186,3 +248,41 @@ class PolicyHubMixin(
         weights.check_state_dict(policy, tensors, str(weights_file))
         policy.load_state_dict(tensors, strict=True)
         return policy.to(device).eval()
+
+
+def merge_card(generated: ModelCard, existing: ModelCard | None) -> ModelCard:
+    """The card to push over `existing` (the repository's card, if it has one): the generated block and
+    metadata replace their earlier versions, and what a person added stays: text outside the block,
+    metadata keys navzoo does not write, tags beside navzoo's. A card without the block (written by hand,
+    or by navzoo before it had one) keeps its text below the new block."""
+    if existing is None:
+        return generated
+    metadata = {**existing.data.to_dict(), **generated.data.to_dict()}
+    tags = [*generated.data.tags, *(t for t in existing.data.tags or [] if t not in generated.data.tags)]
+    metadata["tags"] = tags
+    block = generated.text.strip()
+    text = existing.text
+    if CARD_BEGIN in text and CARD_END in text:
+        before, rest = text.split(CARD_BEGIN, 1)
+        after = rest.split(CARD_END, 1)[1]
+        text = f"{before}{block}{after}"
+    else:
+        text = f"{block}\n\n{text.strip()}\n" if text.strip() else f"{block}\n"
+    data = ModelCardData(**metadata)
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{text.lstrip()}")
+
+
+def merge_repository_card(api: HfApi, folder: Path, repo_id: str, revision: str | None) -> None:
+    """Merge `folder`'s generated card, about to be uploaded, into the one `repo_id` holds at `revision`."""
+    path = Path(folder) / CARD_NAME
+    if path.is_file():
+        merge_card(ModelCard(path.read_text()), _repository_card(api, repo_id, revision)).save(path)
+
+
+def _repository_card(api: HfApi, repo_id: str, revision: str | None) -> ModelCard | None:
+    """The model card the repository holds at `revision`, or None if it has none yet."""
+    try:
+        path = api.hf_hub_download(repo_id, CARD_NAME, revision=revision)
+    except (EntryNotFoundError, RevisionNotFoundError):
+        return None
+    return ModelCard(Path(path).read_text())
