@@ -2,7 +2,9 @@
 
 `import navzoo` registers them, so gymnasium's module prefix makes them from a fresh interpreter:
 `gymnasium.make("navzoo:navzoo/PointNav-v0")` (gymnasium 1.x has no import-free plugin mechanism). The
-entry points are strings, so nothing of the simulator is imported before an environment is made.
+entry points are strings, so nothing of the simulator is imported before an environment is made. Episodes
+end at `max_episode_steps` (500, or make's or make_vec's max_episode_steps) with their metrics, made either
+way (navzoo.sim.gym_env).
 """
 
 import gymnasium
@@ -18,7 +20,7 @@ def register_envs() -> None:
         if env_id not in gymnasium.registry:
             gymnasium.register(
                 env_id,
-                entry_point="navzoo.sim.gym_env:NavEnv",
+                entry_point="navzoo.sim.gym_env:make_env",
                 vector_entry_point="navzoo.sim.gym_env:NavVectorEnv",
                 kwargs={"task": task},
                 max_episode_steps=MAX_EPISODE_STEPS,

@@ -11,7 +11,10 @@ features extractor. Needs the optional extra: pip install 'navzoo[sb3]'.
 The whole batch stays one simulator (sb3's DummyVecEnv of NavEnv would build one simulator per
 environment). Episodes reset in the step that ends them, as sb3 expects: the last observation is in
 `infos[i]["terminal_observation"]`, the episode's metrics (success, spl, ...) in
-`infos[i]["episode_metrics"]`.
+`infos[i]["episode_metrics"]`. With render_mode="rgb_array", `get_images` gives each environment's frame
+(camera and top-down map), so sb3's render() and VecVideoRecorder work. The simulator takes no
+per-environment reset options: options given with sb3's set_options are refused at the next reset, as
+NavEnv.reset refuses them, never ignored.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from navzoo.model_registry import model_entry
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
 from navzoo.models.policy import PointNavNet
 from navzoo.sim.config import SimConfig
-from navzoo.sim.gym_env import NavVectorEnv
+from navzoo.sim.gym_env import NavVectorEnv, check_reset_options
 
 DEFAULT_ARCHITECTURE = "pointnav-simple-cnn"  # habitat's SimpleCNN: fast on a CPU
 
@@ -39,13 +42,18 @@ class NavVecEnv(VecEnv):
         super().__init__(
             self.venv.num_envs, self.venv.single_observation_space, self.venv.single_action_space
         )
+        # sb3's VecEnv sets only the render modes; VecVideoRecorder reads the frame rate here too.
+        self.metadata = {**self.metadata, "render_fps": self.venv.metadata["render_fps"]}
         self._actions = None
 
     def reset(self):
+        for options in self._options:  # set_options' dicts, one per environment
+            check_reset_options(options, ())
         # sb3's seed() stores one seed per environment for the next reset; BatchSim takes them as a list.
         seeds = None if all(s is None for s in self._seeds) else [s or 0 for s in self._seeds]
         obs, _ = self.venv.reset(seed=seeds)
         self._reset_seeds()
+        self._reset_options()
         return obs
 
     def step_async(self, actions) -> None:
@@ -64,6 +72,11 @@ class NavVecEnv(VecEnv):
 
     def close(self) -> None:
         self.venv.close()
+
+    def get_images(self) -> list[np.ndarray | None]:
+        """Each environment's frame for sb3's render() and VecVideoRecorder (None without a render_mode)."""
+        frames = self.venv.render()
+        return [None] * self.num_envs if frames is None else list(frames)
 
     def get_attr(self, attr_name, indices=None):
         return [getattr(self.venv, attr_name)] * len(self._get_indices(indices))

@@ -77,6 +77,29 @@ def test_make_vec_returns_the_batch_simulator_as_one_vector_env():
     env.close()
 
 
+@pytest.mark.parametrize("steps", [6, 503])  # below and above the simulator's default limit of 500
+def test_make_and_make_vec_end_episodes_at_max_episode_steps_with_the_same_metrics(steps):
+    """gymnasium.make hands max_episode_steps to its TimeLimit wrapper, never to the environment; the
+    single environment must still end its episodes there with their metrics, as make_vec's does."""
+    kwargs = {"resolution": (16, 16), "max_episode_steps": steps}
+    env = gymnasium.make("navzoo/PointNav-v0", **kwargs)
+    vector = gymnasium.make_vec(
+        "navzoo/PointNav-v0", num_envs=1, vectorization_mode="vector_entry_point", **kwargs
+    )
+    env.reset(seed=0)
+    vector.reset(seed=0)
+    for step in range(1, steps + 1):
+        _, _, terminated, truncated, info = env.step(TURN_LEFT)
+        _, _, _, vector_truncated, vector_info = vector.step(np.array([TURN_LEFT]))
+        assert truncated == vector_truncated[0] == (step == steps) and not terminated
+    assert {"success", "spl", "distance_to_goal", "path_length"} <= set(info)
+    for key in ("num_steps", "distance_to_goal", "geodesic_distance", "episode_return"):
+        assert info[key] == pytest.approx(vector_info["final_info"][key][0])  # the same episode, the same end
+    assert info["num_steps"] == steps
+    env.close()
+    vector.close()
+
+
 def test_next_step_autoreset_shows_the_last_observation_then_the_first_of_the_next_episode():
     env = _vector()
     assert env.metadata["autoreset_mode"] == AutoresetMode.NEXT_STEP

@@ -1,5 +1,6 @@
 """stable-baselines3 on the embedded simulator through navzoo.sb3 (the optional sb3 extra)."""
 
+import av
 import numpy as np
 import pytest
 import torch
@@ -8,8 +9,9 @@ pytest.importorskip("stable_baselines3")
 
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_checker import check_env
-from stable_baselines3.common.vec_env import VecMonitor
+from stable_baselines3.common.vec_env import VecMonitor, VecVideoRecorder
 
+from navzoo.errors import ConfigError
 from navzoo.sb3 import NavVecEnv, NavzooFeaturesExtractor
 from navzoo.sim.gym_env import NavEnv
 
@@ -51,3 +53,30 @@ def test_the_vec_env_resets_in_the_step_an_episode_ends_as_sb3_expects():
 
 def test_the_single_environment_passes_sb3s_checker():
     check_env(NavEnv(resolution=(16, 16), max_episode_steps=20), warn=False)
+
+
+def test_vec_video_recorder_records_every_environment(tmp_path):
+    """sb3's VecVideoRecorder over get_images (moviepy is in the test extra). Episodes end and others begin
+    in other scenes on the way; every frame keeps one size, as a video needs."""
+    venv = NavVecEnv(num_envs=2, resolution=(16, 16), max_episode_steps=3, render_mode="rgb_array")
+    env = VecVideoRecorder(venv, str(tmp_path), record_video_trigger=lambda step: step == 0, video_length=7)
+    env.reset()
+    size = env.render().shape
+    for _ in range(7):
+        env.step(np.array([2, 1]))
+    env.close()
+    (video,) = tmp_path.glob("*.mp4")
+    with av.open(str(video)) as container:
+        frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+    assert len(frames) >= 7 and all(f.shape == size for f in frames)
+    height, width, _ = venv.get_images()[0].shape
+    assert size == (2 * height, width, 3)  # sb3 tiles the two environments' frames
+
+
+def test_set_options_are_refused_at_the_next_reset_not_ignored():
+    env = NavVecEnv(num_envs=2, resolution=(16, 16))
+    env.set_options({"start_position": [1.0, 2.0]})
+    with pytest.raises(ConfigError, match=r"invalid options=\['start_position'\]: .*no reset options"):
+        env.reset()
+    env.set_options(None)  # sb3's way to clear them
+    assert env.observation_space.contains({k: v[0] for k, v in env.reset().items()})

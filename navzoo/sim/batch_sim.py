@@ -4,7 +4,8 @@ Observations follow habitat's sensor names and layouts: ``depth`` [N, H, W, 1] f
 normalised from [min_depth, max_depth]), ``rgb`` [N, H, W, 3] uint8, and for PointGoal
 ``pointgoal_with_gps_compass`` [N, 2] = (rho, phi) with phi positive to the agent's right. Episodes reset
 themselves: the observation returned for a finished environment is the first of its next episode, and the
-finished episode's metrics come back in ``info["episode"]``.
+finished episode's metrics come back in ``info["episode"]``. ``info["metrics"]`` has every environment's
+metrics as of this step, what its episode would report if it ended now (habitat's per-step measures).
 
 Randomness is a counter-based hash of (environment seed, episode counter), so every environment has its own
 reproducible stream, and CPU and CUDA draw the same episodes. The whole state is therefore a few tensors and
@@ -147,12 +148,12 @@ class BatchSim:
         self.episode_return += reward
         truncated = (self.steps >= cfg.max_episode_steps) & ~stop
         done = stop | truncated
-        info = {"collided": collided, "truncated": truncated}
+        metrics.update(self._episode_metrics())
+        info = {"collided": collided, "truncated": truncated, "metrics": metrics}
         if bool(done.any()):
-            metrics.update(self._episode_metrics())
-            metrics["position"] = self.pos.clone()  # where each episode ended, before the reset below
-            metrics["heading"] = self.heading.clone()
             info["episode"] = {k: v.clone() for k, v in metrics.items()}
+            info["episode"]["position"] = self.pos.clone()  # where each episode ended, before the reset below
+            info["episode"]["heading"] = self.heading.clone()
             finished = torch.nonzero(done).squeeze(1)
             self._start_episodes(finished)
         return self.observe(), reward, done, info

@@ -7,9 +7,16 @@ returns its last observation, the next step the first of a new one, ignoring tha
 or in the same step (SAME_STEP, like habitat's vector env, the last observation in ``info["final_obs"]``),
 or not at all (DISABLED: reset finished environments with ``reset(options={"reset_mask": mask})``).
 The metrics of episodes that ended (success, spl, ...) are in ``info["final_info"]`` with gymnasium's
-``_``-prefixed masks. ``NavEnv`` is one environment behind gymnasium.Env. Observations are numpy arrays
-with BatchSim's keys, shapes and dtypes; ``render_mode="rgb_array"`` draws the camera next to a top-down
-map of the episode so far.
+``_``-prefixed masks. ``NavEnv`` is one environment behind gymnasium.Env; its info holds the episode's
+metrics so far at every step, as habitat's environments report their measures. Observations are numpy
+arrays with BatchSim's keys, shapes and dtypes; ``render_mode="rgb_array"`` draws the camera next to a
+top-down map of the episode so far, in frames of one size for the environment's lifetime (as video
+recorders need).
+
+Episode length. ``gymnasium.make(..., max_episode_steps=N)`` gives N to gymnasium's TimeLimit wrapper and
+never to the environment, so ``make_env``, the registered entry point, lifts the simulator's own limit:
+TimeLimit (the spec's 500 steps, or N) is then the one limit, and the last info of a cut episode has its
+metrics. ``make_vec`` passes N to the simulator itself. Either way episodes end at N with their metrics.
 """
 
 from typing import ClassVar
@@ -31,6 +38,7 @@ from navzoo.topdown import draw_topdown
 RENDER_FPS = 8
 RENDER_HEIGHT = 256
 RESET_OPTIONS = ("reset_mask",)
+UNLIMITED_STEPS = 2**31 - 1  # SimConfig.max_episode_steps when a TimeLimit wrapper ends the episodes
 
 
 def observation_space(config: SimConfig) -> spaces.Dict:
@@ -60,7 +68,8 @@ def _to_numpy(obs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
     return {key: value.cpu().numpy() for key, value in obs.items()}
 
 
-def _check_options(options: dict | None, allowed: tuple[str, ...]) -> dict:
+def check_reset_options(options: dict | None, allowed: tuple[str, ...]) -> dict:
+    """`options` of a reset as a dict; ConfigError for a key not in `allowed` (they are never ignored)."""
     options = dict(options or {})
     unknown = sorted(set(options) - set(allowed))
     if unknown:
@@ -101,13 +110,14 @@ class NavVectorEnv(VectorEnv):
         self._trails = [[] for _ in range(self.num_envs)]  # poses of the episode each env shows
         self._scenes = [(0, None)] * self.num_envs  # and its (scene slot, goal), which outlive a reset
         self._last_obs: dict[str, np.ndarray] = {}
+        self._metrics: dict[str, torch.Tensor] = {}  # the last step's BatchSim info["metrics"], for NavEnv
 
     @property
     def autoreset_mode(self) -> AutoresetMode:
         return self.metadata["autoreset_mode"]
 
     def reset(self, *, seed: int | list[int] | None = None, options: dict | None = None):
-        options = _check_options(options, RESET_OPTIONS)
+        options = check_reset_options(options, RESET_OPTIONS)
         mask = options.get("reset_mask")
         if mask is None:
             obs = self.sim.reset(seed=seed)
@@ -134,6 +144,7 @@ class NavVectorEnv(VectorEnv):
         waiting = self._waiting.copy()
         active = None if not waiting.any() else torch.as_tensor(~waiting, device=self.sim.device)
         obs, reward, done, info = self.sim.step(actions, active=active)
+        self._metrics = info["metrics"]
         done_np = done.cpu().numpy()
         truncated = info["truncated"].cpu().numpy()
         terminated = done_np & ~truncated
@@ -198,7 +209,8 @@ class NavVectorEnv(VectorEnv):
         trail = np.asarray(self._trails[i] or [self._pose(i)], dtype=np.float64)
         top = draw_topdown(assets.scene, assets.nav, trail[:, :2], goal, headings=trail[:, 2])
         views = [_camera_image(key, value[i]) for key, value in self._last_obs.items() if value.ndim == 4]
-        return _side_by_side([*views, top], RENDER_HEIGHT)
+        # Maps of other scenes have other shapes: boxed in a square, every frame has the same size.
+        return _side_by_side([*views, _boxed(top, RENDER_HEIGHT)], RENDER_HEIGHT)
 
 
 def _check_render_mode(render_mode: str | None, metadata: dict) -> str | None:
@@ -238,6 +250,16 @@ def _side_by_side(images: list[np.ndarray], height: int) -> np.ndarray:
     return np.asarray(canvas)
 
 
+def _boxed(image: np.ndarray, size: int) -> np.ndarray:
+    """`image` scaled to fit a black `size` x `size` square, centred."""
+    scale = size / max(image.shape[:2])
+    height, width = (max(1, round(n * scale)) for n in image.shape[:2])
+    scaled = Image.fromarray(image).resize((width, height), Image.Resampling.NEAREST)
+    canvas = Image.new("RGB", (size, size))
+    canvas.paste(scaled, ((size - width) // 2, (size - height) // 2))
+    return np.asarray(canvas)
+
+
 def _final_observations(sim: BatchSim, info: dict, done: torch.Tensor) -> np.ndarray:
     """Last observation of each finished episode, rendered at the pose where it ended."""
     finished = torch.nonzero(done).squeeze(1)
@@ -269,7 +291,7 @@ class NavEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
-        _check_options(options, ())
+        check_reset_options(options, ())
         if seed is None and self.batch._waiting[0]:  # the next episode of this environment's stream
             obs, _ = self.batch.reset(options={"reset_mask": np.ones(1, dtype=bool)})
         else:
@@ -281,6 +303,9 @@ class NavEnv(gym.Env):
             raise gym.error.InvalidAction(f"action must be one of 0..3 {ACTION_NAMES}, got {action!r}")
         obs, reward, terminated, truncated, info = self.batch.step(np.array([int(action)]))
         step_info = {"collided": bool(info["collided"][0])}
+        # The metrics so far at every step, so whichever limit ends the episode, the simulator's or a
+        # TimeLimit wrapper's, its last info has them; an ended episode's also say where it ended.
+        step_info.update({k: v[0].tolist() for k, v in self.batch._metrics.items()})
         if "final_info" in info:
             step_info.update({k: v[0].tolist() for k, v in info["final_info"].items() if k[0] != "_"})
         observation = {k: v[0] for k, v in obs.items()}
@@ -289,3 +314,15 @@ class NavEnv(gym.Env):
     def render(self) -> np.ndarray | None:
         frames = self.batch.render()
         return None if frames is None else frames[0]
+
+
+def make_env(config: SimConfig | None = None, **overrides) -> NavEnv:
+    """NavEnv as gymnasium.make builds it (the registered entry point): gymnasium's TimeLimit, with the
+    spec's 500 steps or make's max_episode_steps, ends its episodes, so the simulator's own limit is lifted
+    unless `config` sets one (see the module docstring)."""
+    if config is None:
+        overrides["max_episode_steps"] = UNLIMITED_STEPS
+    return NavEnv(config, **overrides)
+
+
+make_env.metadata = NavEnv.metadata  # where gymnasium.make looks for an entry point's render modes
