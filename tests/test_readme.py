@@ -2,8 +2,10 @@
 
 - Python blocks all parse; the ones that need no network and no placeholder run, in one fresh interpreter
   in the README's order (later blocks use names from earlier ones, as a reader's session would).
-- Every `navzoo` command line of the shell blocks (also under torchrun) parses with navzoo's own
-  command-line parser, so each command and option exists; train and finetune lines that start a run also
+- Every line of the shell blocks either runs for real here (the cheap ones, in a scratch folder) or is left
+  out with its reason (SHELL_NOT_RUN), so a new line has to be classified.
+- Every `navzoo` command line (also under torchrun) parses with navzoo's own command-line parser, so each
+  command and option exists, in its current spelling; train and finetune lines that start a run also
   resolve their whole config with --print-config (preset names, override keys and values).
 """
 
@@ -12,14 +14,16 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from navzoo.cli import OVERRIDE, build_parser
+from navzoo.cli import COMMANDS, OVERRIDE, build_parser
 from navzoo.cli import main as cli_main
+from navzoo.zoo import locate
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
@@ -28,6 +32,38 @@ NOT_RUN = {
     'navzoo.load("pointnav-se-resnext101")': "downloads habitat's release",
     "path/to/folder": "a folder of the reader's",
     "hf-hub:org/name": "a Hub repository of the reader's",
+}
+# Shell lines run for real (matched by how they start): the arguments appended only make them cheaper, and
+# the file each must write.
+SHELL_RUN = {
+    "navzoo --version": ([], None),
+    "navzoo train pointnav-blind --frames 2e6": ([], None),  # --print-config: resolves, does not train
+    "navzoo export-scenes exported-small": (
+        [],
+        "exported-small/scene_datasets/navzoo/navzoo.scene_dataset_config.json",
+    ),
+    "navzoo push runs/depth someone/pointnav-depth --out hub/depth --dry-run": (
+        ["--episodes", "2"],
+        "hub/depth/README.md",
+    ),
+}
+# The other shell lines, and why they do not run here (matched by how they start).
+SHELL_NOT_RUN = {
+    "make ": "installs navzoo and runs its main job or the whole test suite",
+    "pip install": "installs packages",
+    "export ": "sets a variable of the reader's shell",
+    "navzoo pull": "downloads from habitat's release or the Hub",
+    "navzoo convert": "needs one of habitat's released checkpoint files",
+    "navzoo push": "uploads to the Hub with the reader's token (the --dry-run line runs)",
+    "navzoo train": "trains for minutes to hours (its config is resolved by test_command_line_parses)",
+    "navzoo finetune": "trains for minutes to hours (its config is resolved by test_command_line_parses)",
+    "torchrun": "starts several training workers, on several nodes for one line",
+    "sbatch": "needs a SLURM cluster",
+    "navzoo demo": "serves the web app until stopped",
+    "navzoo eval": "evaluates a run folder the reader trained",
+    "navzoo export-scenes": "writes every val scene, or 50 train scenes per family (the small export runs)",
+    "python -u -m habitat_baselines.run": "needs habitat-sim and habitat-lab's trainer",
+    "python benchmarks/": "reads the sweep results of the training lines above it",
 }
 
 
@@ -42,17 +78,31 @@ def runnable_python() -> str:
     return "\n".join(lines)
 
 
-def navzoo_commands() -> list[list[str]]:
-    """The argv after `navzoo` (or `-m navzoo.cli`) of every command line of the shell blocks."""
-    commands = []
+def shell_lines() -> list[str]:
+    """Every command of the shell blocks, continuation lines joined, comments dropped."""
+    lines = []
     for block in blocks("bash"):
         for line in block.replace("\\\n", " ").splitlines():
-            words = shlex.split(line, comments=True)
-            if words[:1] == ["navzoo"]:
-                commands.append(words[1:])
-            elif "navzoo.cli" in words:
-                commands.append(words[words.index("navzoo.cli") + 1 :])
-    return commands
+            if words := shlex.split(line, comments=True):
+                lines.append(shlex.join(words))
+    return lines
+
+
+def _prefixed(line: str, table: dict) -> str | None:
+    """The longest key of `table` that `line` starts with."""
+    return max((key for key in table if line.startswith(key)), key=len, default=None)
+
+
+def navzoo_commands() -> list[list[str]]:
+    """The argv after `navzoo` (or `-m navzoo.cli`) of every navzoo subcommand line of the shell blocks."""
+    commands = []
+    for line in shell_lines():
+        words = shlex.split(line)
+        if words[:1] == ["navzoo"]:
+            commands.append(words[1:])
+        elif "navzoo.cli" in words:
+            commands.append(words[words.index("navzoo.cli") + 1 :])
+    return [argv for argv in commands if argv[0] in COMMANDS]
 
 
 def test_the_readme_has_the_examples_this_file_checks():
@@ -60,6 +110,36 @@ def test_the_readme_has_the_examples_this_file_checks():
     text = runnable_python()
     for marker in NOT_RUN:  # each exclusion still matches a line, or it is stale
         assert marker in "\n".join(blocks("python")) and marker not in text
+
+
+def test_every_shell_line_runs_here_or_is_left_out_for_a_reason():
+    lines = shell_lines()
+    unclassified = [
+        line for line in lines if not (_prefixed(line, SHELL_RUN) or _prefixed(line, SHELL_NOT_RUN))
+    ]
+    assert not unclassified, "add these README lines to SHELL_RUN or SHELL_NOT_RUN: " + "; ".join(
+        unclassified
+    )
+    for key in (*SHELL_RUN, *SHELL_NOT_RUN):  # each entry still matches a line, or it is stale
+        assert any(line.startswith(key) for line in lines), f"no README line starts with {key!r}"
+
+
+@pytest.mark.parametrize("line", [line for line in shell_lines() if _prefixed(line, SHELL_RUN)])
+def test_cheap_shell_lines_run(line, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(locate("navzoo-pointnav-depth")[0], "runs/depth")  # stands for the run trained above
+    extra, writes = SHELL_RUN[_prefixed(line, SHELL_RUN)]
+    try:
+        code = cli_main([*shlex.split(line)[1:], *extra])
+    except SystemExit as exit_:  # --version exits as argparse's version action does
+        code = exit_.code
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "deprecated" not in err  # the README writes the current spellings
+    if line == "navzoo --version":
+        assert out.startswith("navzoo ")
+    if writes:
+        assert (tmp_path / writes).is_file()
 
 
 @pytest.mark.parametrize("index", range(len(blocks("python"))))
@@ -84,6 +164,7 @@ def test_python_examples_run(tmp_path):
 def test_command_line_parses(argv, capsys, tmp_path, monkeypatch):
     parser = build_parser(argv[0])
     parser.parse_args([a for a in argv if not OVERRIDE.match(a)])
+    assert "deprecated" not in capsys.readouterr().err  # the README writes the current spellings
     starts_a_run = argv[0] in ("train", "finetune") and "--resume" not in argv
     if starts_a_run:
         monkeypatch.chdir(tmp_path)
