@@ -2,6 +2,12 @@
 
     python benchmarks/models.py                       # CPU, and the GPU too when one is available
     python benchmarks/models.py --device cpu --models pointnav-resnet50 bps-se-resnet9 --batch-sizes 1 64
+    python benchmarks/models.py --models pointnav-simple-cnn pointnav-simple-cnn:resolution=128 \
+        bps-se-resnet9:base_planes=16 --precision fp32 bf16 --threads 1     # the encoder's cost
+
+A model is a zoo name, optionally with PolicyConfig changes after a colon (`:resolution=128`,
+`:base_planes=16,hidden_size=256`) to measure width and resolution. `--precision bf16` runs under
+bfloat16 autocast (float16 on CUDA), as `ppo.amp` trains.
 
 Each architecture runs at its usual resolution (256x256 for DD-PPO, 64x64 for BPS) on observations
 rendered by the embedded simulator. Inference is one `policy.act` step for a batch of environments;
@@ -13,6 +19,7 @@ and writes the rows as JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import time
 from pathlib import Path
@@ -113,19 +120,27 @@ def timed(step, device: str, min_time: float, max_iters: int) -> float:
     return (time.perf_counter() - start) / iters
 
 
-def inference_fps(policy: PointNavPolicy, batch: int, device: str, args) -> float:
+def autocast(device: str, precision: str):
+    """The mixed precision ppo.amp trains with: bfloat16 on the CPU, float16 on CUDA; fp32: none."""
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    kind = "cuda" if device.startswith("cuda") else "cpu"
+    return torch.autocast(kind, dtype=torch.float16 if kind == "cuda" else torch.bfloat16)
+
+
+def inference_fps(policy: PointNavPolicy, batch: int, device: str, precision: str, args) -> float:
     obs = rendered_observations(policy, (batch,), device)
     hidden = policy.initial_state(batch, device)
     prev, masks = _zeros(batch, obs), _ones(batch, obs)
 
     def step():
-        with torch.inference_mode():
+        with torch.inference_mode(), autocast(device, precision):
             policy.act(obs, hidden, prev, masks)
 
     return batch / timed(step, device, args.min_time, args.max_iters)
 
 
-def training_fps(policy: PointNavPolicy, device: str, args) -> float:
+def training_fps(policy: PointNavPolicy, device: str, precision: str, args) -> float:
     t, n = args.rollout
     obs = rendered_observations(policy, (t, n), device)
     hidden = policy.initial_state(n, device)
@@ -136,7 +151,8 @@ def training_fps(policy: PointNavPolicy, device: str, args) -> float:
     optimizer = torch.optim.Adam(policy.parameters(), lr=2.5e-4)
 
     def step():
-        out = policy.evaluate_actions(obs, hidden, prev, masks, actions)
+        with autocast(device, precision):
+            out = policy.evaluate_actions(obs, hidden, prev, masks, actions)
         loss = (
             -(out.log_prob * advantages).mean()
             + 0.5 * (out.value - returns).pow(2).mean()
@@ -153,12 +169,28 @@ def training_fps(policy: PointNavPolicy, device: str, args) -> float:
         policy.eval()
 
 
-def benchmark(name: str, device: str, args) -> dict:
-    policy = navzoo.create_model(name).to(device).eval()
+def build(spec: str) -> PointNavPolicy:
+    """A zoo architecture from "name" or "name:field=value,field=value" (PolicyConfig changes; a
+    resolution of one number is square)."""
+    name, _, changes = spec.partition(":")
+    overrides = {}
+    for change in filter(None, changes.split(",")):
+        key, _, value = change.partition("=")
+        if key == "resolution":
+            size = [int(v) for v in value.split("x")]
+            overrides[key] = (size[0], size[-1])
+        else:
+            overrides[key] = int(value) if value.isdigit() else value
+    return navzoo.create_model(name, **overrides)
+
+
+def benchmark(spec: str, device: str, precision: str, args) -> dict:
+    policy = build(spec).to(device).eval()
     config = policy.config
     row = {
-        "model": name,
+        "model": spec,
         "device": device,
+        "precision": precision,
         "backbone": config.backbone or "blind",
         "sensors": "+".join(config.visual_sensors) or "-",
         "resolution": "x".join(map(str, config.resolution)) if config.resolution else "-",
@@ -166,8 +198,8 @@ def benchmark(name: str, device: str, args) -> dict:
         "gmacs": count_macs(policy, rendered_observations(policy, (1,), device)) / 1e9,
     }
     for batch in args.batch_sizes:
-        row[f"infer_fps_b{batch}"] = inference_fps(policy, batch, device, args)
-    row["train_fps"] = training_fps(policy, device, args)
+        row[f"infer_fps_b{batch}"] = inference_fps(policy, batch, device, precision, args)
+    row["train_fps"] = training_fps(policy, device, precision, args)
     return row
 
 
@@ -178,7 +210,7 @@ def table(rows: list[dict], args) -> str:
     def speed(key: str):
         return key, lambda row: f"{row[key]:.1f}" if row[key] < 10 else f"{row[key]:,.0f}"
 
-    columns = [(key, key) for key in ("model", "device", "backbone", "sensors", "resolution")]
+    columns = [(key, key) for key in ("model", "device", "precision", "backbone", "sensors", "resolution")]
     columns += [number("params_m", ".1f"), number("gmacs", ".3f")]
     columns += [speed(f"infer_fps_b{b}") for b in args.batch_sizes] + [speed("train_fps")]
     headers = {
@@ -193,7 +225,18 @@ def table(rows: list[dict], args) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--models", nargs="+", default=ARCHITECTURES, help="zoo names (default: one per architecture)"
+        "--models",
+        nargs="+",
+        default=ARCHITECTURES,
+        help="zoo names, each optionally with PolicyConfig changes: NAME:field=value,... (default: one per "
+        "architecture)",
+    )
+    parser.add_argument(
+        "--precision",
+        nargs="+",
+        choices=("fp32", "bf16"),
+        default=["fp32"],
+        help="fp32, and/or bf16: bfloat16 autocast on the CPU, float16 on CUDA, as ppo.amp (default fp32)",
     )
     parser.add_argument(
         "--device", nargs="+", default=None, help="cpu, cuda (default: cpu, plus cuda if available)"
@@ -213,9 +256,10 @@ def main() -> None:
     rows = []
     for device in devices:
         for name in args.models:
-            start = time.perf_counter()
-            rows.append(benchmark(name, device, args))
-            print(f"[{device}] {name}: {time.perf_counter() - start:.0f} s", flush=True)
+            for precision in args.precision:
+                start = time.perf_counter()
+                rows.append(benchmark(name, device, precision, args))
+                print(f"[{device} {precision}] {name}: {time.perf_counter() - start:.0f} s", flush=True)
     print(table(rows, args))
     machine = machine_info("cuda" if "cuda" in devices else "cpu")
     print(f"wrote {write_json('models', machine, rows, args.json)}")
