@@ -150,19 +150,25 @@ class MapPlannerAgent(BaselineAgent):
         # while the way from the best look-ahead point is still open (walls only lengthen ways).
         must = started | self.map.stale(pos)
         self.map.replan(np.flatnonzero(must), goal, pos)
-        envs = np.arange(sim.num_envs)
-        actions, bearings, costs, cells = self._steer(envs, pos, heading, goal)
+        steered = self._steer(np.arange(sim.num_envs), pos, heading, goal)
+        actions, bearings, costs, cells = steered  # updated in place below
         grown = np.flatnonzero(self.map.grown & ~must)
         near = self.map.planned_distance(pos)[grown] < NEAR_GOAL
         closed = grown[near | ~self.map.intact(grown, cells[grown])]
-        for margin, redo in ((PLAN_MARGIN, closed), (np.inf, None)):
-            if redo is None:  # a plan that stopped short of the best way's cost may have missed it
-                redo = np.flatnonzero(costs > self.map.bounds)
-            if len(redo):
-                self.map.replan(redo, goal, pos, margin)
-                steered = self._steer(redo, pos[redo], heading[redo], goal[redo])
-                actions[redo], bearings[redo], costs[redo], cells[redo] = steered
+        self._replan_and_steer(closed, PLAN_MARGIN, steered)
+        # A plan that stopped short of the best way's cost may have missed it: plan those in full.
+        self._replan_and_steer(np.flatnonzero(costs > self.map.bounds), np.inf, steered)
         return actions, bearings
+
+    def _replan_and_steer(self, envs: np.ndarray, margin: float, steered: tuple) -> None:
+        """Plan `envs` again with `margin` and write their steering into `steered`'s arrays."""
+        if not len(envs):
+            return
+        sim = self.sim
+        pos, heading, goal = sim.pos.numpy(), sim.heading.numpy(), sim.goal.numpy()
+        self.map.replan(envs, goal, pos, margin)
+        for whole, part in zip(steered, self._steer(envs, pos[envs], heading[envs], goal[envs]), strict=True):
+            whole[envs] = part
 
     def _steer(self, envs, pos, heading, goal):
         return steer(

@@ -58,7 +58,7 @@ def _moves() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 MOVES, MOVE_LENGTHS, MOVE_CROSSED, MOVE_CROSSED_COUNT = _moves()
 # The moves come in three lengths (1, sqrt 2 and sqrt 5 cells): the planner keeps a queue for each.
-MOVE_KINDS, MOVE_KIND = np.unique(MOVE_LENGTHS, return_inverse=True)
+_, MOVE_KIND = np.unique(MOVE_LENGTHS, return_inverse=True)
 
 
 class SeenMap:
