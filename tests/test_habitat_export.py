@@ -186,11 +186,10 @@ def test_an_update_adds_its_scenes_to_the_export(tmp_path):
 
 
 def test_export_cli_and_bad_input(tmp_path, capsys):
-    assert (
-        cli_main(["export-scenes", str(tmp_path / "one"), "--scene-families", "apartment-s", "--count", "1"]) == 0
-    )
+    one = str(tmp_path / "one")
+    assert cli_main(["export-scenes", one, "--scene-families", "apartment-s", "--count", "1"]) == 0
     assert "wrote 1 scenes (" in capsys.readouterr().out
-    assert cli_main(["export-scenes", str(tmp_path / "one"), "--scene-families", "office", "--count", "1"]) == 0
+    assert cli_main(["export-scenes", one, "--scene-families", "office", "--count", "1"]) == 0
     assert "wrote 2 scenes, 1 of them already there" in capsys.readouterr().out
     (tmp_path / "one" / SCENES_FOLDER / "office/val/00009.glb").write_bytes(b"")
     with pytest.raises(ConfigError, match=r"office/val/00009\.glb is not one of navzoo's scene meshes"):

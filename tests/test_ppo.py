@@ -603,7 +603,8 @@ def test_actor_warmup_schedule_hand_computed(update, factor):
     assert actor_lr_factor(config, update) == factor
     assert actor_lr_factor(PPOConfig(), update) == 1.0
     # With actor_lr_scale the actor rises to that share of the critic's rate instead.
-    assert actor_lr_factor(dataclasses.replace(config, actor_lr_scale=0.1), update) == pytest.approx(factor / 10)
+    scaled = dataclasses.replace(config, actor_lr_scale=0.1)
+    assert actor_lr_factor(scaled, update) == pytest.approx(factor / 10)
 
 
 def test_actor_learns_at_its_share_of_the_critics_rate():
