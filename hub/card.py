@@ -215,23 +215,27 @@ def _provenance(config: dict[str, Any], base_model: str | None, learning_curve: 
     return "\n".join(lines)
 
 
-ALGORITHMS = {"ppo": "DD-PPO", "dagger": "imitation of the shortest-path teacher (DAgger)"}
+ALGORITHMS = {"ppo": "DD-PPO", "dagger": "imitation of the {teacher} teacher (DAgger)"}
 
 
 def _stages(provenance: dict[str, Any]) -> str:
     """The training recipe stage by stage, earliest first: an imitation run fine-tuned by DD-PPO (in the same
-    run, or by another started from it with init_from) reads "imitation ... for 5,000,000 frames (1.4 h),
-    then DD-PPO for 1,000,000 frames (17 min)"."""
+    run, or by another started from it with init_from) reads "imitation of the map-planner teacher ... for
+    5,000,000 frames (1.4 h), then DD-PPO for 1,000,000 frames (17 min)"."""
     runs, record = [], provenance
     while record:
-        algorithm = record.get("algorithm") or (record.get("train_config") or {}).get("algorithm", "ppo")
-        runs.append(record.get("stages") or [{**record, "algorithm": algorithm}])
+        config = record.get("train_config") or {}
+        algorithm = record.get("algorithm") or config.get("algorithm", "ppo")
+        # Records from before the teacher was a choice imitated the shortest path.
+        teacher = record.get("teacher") or (config.get("imitation") or {}).get("teacher") or "shortest-path"
+        stages = record.get("stages") or [{**record, "algorithm": algorithm}]
+        runs.append([(stage, teacher) for stage in stages])
         record = record.get("initialised_from")
     stages = [stage for run in reversed(runs) for stage in run]
     return ", then ".join(
-        f"{ALGORITHMS.get(s['algorithm'], s['algorithm'])} for {s.get('frames') or 0:,} frames "
-        f"({_duration(s.get('wall_time_s') or 0)})"
-        for s in stages
+        f"{ALGORITHMS.get(s['algorithm'], s['algorithm']).format(teacher=teacher)} for "
+        f"{s.get('frames') or 0:,} frames ({_duration(s.get('wall_time_s') or 0)})"
+        for s, teacher in stages
     )
 
 

@@ -261,3 +261,8 @@ def test_card_states_the_recipe_stage_by_stage():
         "stages": [imitation, {"algorithm": "ppo", "frames": 1_000_000, "wall_time_s": 1020.0}],
     }
     assert _stages(one_run) == _stages(provenance)
+    # The teacher is the run's own, or the one recorded for the run it started from.
+    mapped = {**one_run, "train_config": {"algorithm": "dagger", "imitation": {"teacher": "map-planner"}}}
+    assert _stages(mapped).startswith("imitation of the map-planner teacher (DAgger) for 5,000,000 frames")
+    started = {**provenance, "initialised_from": {**provenance["initialised_from"], "teacher": "map-planner"}}
+    assert _stages(started).startswith("imitation of the map-planner teacher (DAgger)")

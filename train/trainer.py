@@ -507,9 +507,12 @@ class Trainer:
         self.policy.load_state_dict(model.state_dict())
         # What the weights had learnt before this run, for the model card: the recipe, stage by stage.
         before = model.provenance or {}
+        config = before.get("train_config") or {}
+        imitated = "dagger" in (config.get("algorithm"), (config.get("finetune") or {}).get("algorithm"))
         self.initialised_from = {
             "source": source,
-            "algorithm": (before.get("train_config") or {}).get("algorithm"),
+            "algorithm": config.get("algorithm"),
+            **({"teacher": (config.get("imitation") or {}).get("teacher")} if imitated else {}),
             "frames": before.get("frames"),
             "wall_time_s": before.get("wall_time_s"),
             **({"initialised_from": before["initialised_from"]} if "initialised_from" in before else {}),
