@@ -6,7 +6,8 @@ Every checkpoint of every run (train with `keep_checkpoints` high enough to keep
 N-th and the last) is evaluated on the first --episodes val episodes with actions sampled from the policy,
 as habitat-baselines evaluates. A run
 started with `init_from` continues the curve of the run it started from: its frames and wall time count
-from where that one stopped. Results are cached in --out/learning_curves.json, so a second call only
+from where that one stopped, and runs given the same --labels entry make one curve (a run continued in
+another folder). Results are cached in --out/learning_curves.json, so a second call only
 evaluates new checkpoints; the figure, learning_curves.png, has SPL against frames and against hours.
 """
 
@@ -53,7 +54,7 @@ def main() -> None:
                 cache_path.write_text(json.dumps(cache, indent=1))
                 p = points[path.name]
                 print(f"{label:<20} {p['frames']:>10,} frames {p['hours']:6.2f} h  SPL {p['spl']:.3f}")
-        curves[label] = sorted(points.values(), key=lambda p: p["frames"])
+        curves.setdefault(label, []).extend(points.values())
     plot(curves, args.episodes, args.out / "learning_curves.png")
 
 
@@ -84,6 +85,7 @@ def plot(curves: dict[str, list[dict]], episodes: int, path: Path) -> Path:
     figure = Figure(figsize=(11, 4), layout="constrained")
     by_frames, by_hours = figure.subplots(1, 2, sharey=True)
     for label, points in curves.items():
+        points = sorted(points, key=lambda p: p["frames"])
         spl = [p["spl"] for p in points]
         by_frames.plot([p["frames"] / 1e6 for p in points], spl, marker=".", label=label)
         by_hours.plot([p["hours"] for p in points], spl, marker=".", label=label)
