@@ -306,11 +306,11 @@ def _shipped(name: str, description: str) -> None:
 
 _shipped(
     "navzoo-pointnav-depth",
-    "navzoo's depth agent: habitat's SimpleCNN on 64x64 depth + GRU512, imitating the shortest-path oracle",
+    "navzoo's depth agent: habitat's SimpleCNN on 64x64 depth + GRU512, imitating the map-planner",
 )
 _shipped(
     "navzoo-pointnav-rgb",
-    "navzoo's RGB agent: habitat's SimpleCNN on 64x64 RGB + GRU512, imitation (stage 1)",
+    "navzoo's RGB agent: habitat's SimpleCNN on 64x64 RGB + GRU512, imitating the map-planner",
 )
 _shipped("navzoo-pointnav-blind", "navzoo's blind agent: GPS+Compass and the previous action, GRU256")
 
