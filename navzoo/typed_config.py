@@ -107,8 +107,9 @@ def _coerce_tuple(value: Any, kind: Any, args: tuple, name: str) -> tuple:
 
 
 def _coerce_key(key: Any, kind: Any, name: str) -> Any:
-    # JSON object keys are always strings, so an integer key may arrive as "1".
-    if kind is int and isinstance(key, str) and key.isdigit():
+    # JSON object keys are always strings, so an integer key may arrive as "1". (str.isdigit is also true of
+    # digits int() refuses, such as superscripts: "¹".)
+    if kind is int and isinstance(key, str) and key.isascii() and key.isdigit():
         return int(key)
     return _coerce(key, kind, f"{name} key")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import navzoo
@@ -229,6 +229,7 @@ TRAIN_DICTS = st.fixed_dictionaries(
 
 @FUZZ
 @given(data=TRAIN_DICTS)
+@example(data={"rank_sim_overrides": {"¹": None}})  # a digit to str.isdigit, not to int()
 def test_fuzzed_train_configs_end_in_navzoo_errors(data):
     data = {"model": "pointnav-blind", **data}
     with contextlib.suppress(NavzooError):
