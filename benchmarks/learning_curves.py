@@ -95,7 +95,7 @@ def plot(curves: dict[str, list[dict]], episodes: int, path: Path) -> Path:
     for axes in (by_frames, by_hours):
         axes.set_ylim(0, 1)
         axes.grid(alpha=0.3)
-        axes.legend()
+        axes.legend(loc="lower right", fontsize="small")
     figure.savefig(path, dpi=110)
     return path
 
