@@ -31,6 +31,7 @@ from torch import nn
 import navzoo
 from navzoo.models import GOAL_SENSOR, PointNavPolicy
 from navzoo.sim import BatchSim, SimConfig
+from navzoo.train.config import apply_override
 
 ARCHITECTURES = [
     "pointnav-resnet18",
@@ -175,12 +176,10 @@ def build(spec: str) -> PointNavPolicy:
     name, _, changes = spec.partition(":")
     overrides = {}
     for change in filter(None, changes.split(",")):
-        key, _, value = change.partition("=")
-        if key == "resolution":
-            size = [int(v) for v in value.split("x")]
-            overrides[key] = (size[0], size[-1])
-        else:
-            overrides[key] = int(value) if value.isdigit() else value
+        apply_override(overrides, change)  # values parsed as `navzoo train` parses its overrides
+    if "resolution" in overrides:
+        size = [int(v) for v in str(overrides["resolution"]).split("x")]
+        overrides["resolution"] = (size[0], size[-1])
     return navzoo.create_model(name, **overrides)
 
 
