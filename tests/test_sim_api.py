@@ -162,8 +162,9 @@ def test_unusable_episode_files_and_scenes_are_reported(tmp_path):
     bad.write_text('{"episodes": [{"scene_id": "x"}]}')
     with pytest.raises(EpisodeError, match=r"episode 0 of .*bad.json: it lacks 'episode_id'"):
         load_episodes(bad)
-    with pytest.raises(ConfigError, match="scene_id"):
-        generate_scene("castle/val/00000")
+    for bad_id in ("castle/val/00000", "apartment/val/¹", "apartment/val"):
+        with pytest.raises(ConfigError, match="scene_id"):
+            generate_scene(bad_id)
     # a scene that cannot hold an episode in the distance range is reported, not looped on forever
     with pytest.raises(EpisodeError, match="widen"):
         build_assets(generate_scene("apartment-s/val/00000"), 0.1, 25.0, 30.0, seed=0)

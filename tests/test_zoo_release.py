@@ -15,6 +15,7 @@ import sys
 import textwrap
 import time
 
+import httpx
 import pytest
 import torch
 from test_convert import Payload, outputs, released_checkpoint
@@ -25,6 +26,7 @@ from navzoo.cli import main
 from navzoo.errors import UnsafeCheckpointError, WeightsFormatError, WeightsNotAvailableError
 from navzoo.model_registry import HABITAT_RELEASE, model_entry
 from navzoo.weight_sources.habitat_release import BASE_URL_ENV, cache_root, cached_release
+from navzoo.weight_sources.http_download import _total_size
 
 BLIND = "gibson-0plus-mp3d-train-val-test-blind.pth"
 RESNET50 = "gibson-2plus-resnet50.pth"
@@ -134,6 +136,20 @@ def test_a_cut_download_resumes_where_it_stopped(ref, release_server):
     release_server.cut[BLIND] = half  # the connection drops half-way: the same call asks for the rest
     assert_matches_reference(ref, navzoo.load("pointnav-blind"), original)
     assert release_server.requests == [(BLIND, None), (BLIND, f"bytes={half}-")]
+
+
+@pytest.mark.parametrize(
+    ("headers", "offset", "total"),
+    [
+        ([(b"Content-Length", b"10")], 0, 10),
+        ([(b"Content-Range", b"bytes 5-9/10"), (b"Content-Length", b"5")], 5, 10),
+        # A server's header bytes read as Latin-1: a superscript is a digit to str.isdigit, not to int().
+        ([(b"Content-Length", "\u00b9".encode("latin-1"))], 0, None),
+        ([(b"Content-Range", "bytes 5-9/\u00b9".encode("latin-1")), (b"Content-Length", b"5")], 5, 10),
+    ],
+)
+def test_the_download_size_comes_from_decimal_headers_only(headers, offset, total):
+    assert _total_size(httpx.Response(200, headers=headers), offset) == total
 
 
 def test_an_interrupted_download_resumes_on_the_next_call(ref, release_server):

@@ -109,7 +109,8 @@ def scene_id(family: str, split: str, index: int) -> str:
 
 def parse_scene_id(sid: str) -> tuple[str, str, int]:
     parts = sid.split("/")
-    if len(parts) != 3 or parts[0] not in FAMILIES or parts[1] not in SPLITS or not parts[2].isdigit():
+    index_ok = len(parts) == 3 and parts[2].isascii() and parts[2].isdigit()  # int() refuses "¹"
+    if not index_ok or parts[0] not in FAMILIES or parts[1] not in SPLITS:
         raise ConfigError(
             "scene_id",
             sid,

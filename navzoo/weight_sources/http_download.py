@@ -83,11 +83,16 @@ def _fetch(url: str, part: Path, filename: str) -> None:
 
 def _total_size(response: httpx.Response, offset: int) -> int | None:
     """The whole file's size: from Content-Range for a resumed download, else from Content-Length."""
-    content_range = response.headers.get("Content-Range", "")
-    if content_range.rpartition("/")[2].isdigit():
-        return int(content_range.rpartition("/")[2])
+    whole = response.headers.get("Content-Range", "").rpartition("/")[2]
+    if _is_decimal(whole):
+        return int(whole)
     length = response.headers.get("Content-Length", "")
-    return offset + int(length) if length.isdigit() else None
+    return offset + int(length) if _is_decimal(length) else None
+
+
+def _is_decimal(text: str) -> bool:
+    # Header values are Latin-1, where str.isdigit is also true of superscripts ("¹") that int() refuses.
+    return text.isascii() and text.isdigit()
 
 
 def _size(path: Path) -> int:
