@@ -8,18 +8,23 @@ import pytest
 import torch
 from test_ppo import labelled_storage, tiny_policy
 
+import navzoo
 from navzoo.baselines import make_baseline
 from navzoo.errors import ConfigError
 from navzoo.evaluation import evaluate, summarize
+from navzoo.models import GOAL_SENSOR
 from navzoo.sim import MOVE_FORWARD, STOP, TURN_LEFT, BatchSim, SimConfig
 from navzoo.train.config import ImitationConfig, PPOConfig, load_config
 from navzoo.train.imitation import (
     DAgger,
     OracleTeacher,
     bearing_loss,
+    coarse_depth,
+    depth_loss,
     imitation_losses,
     inflection_weights,
 )
+from navzoo.train.rollout import RolloutStorage
 from navzoo.train.teacher import StraightLineOracle
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -136,7 +141,69 @@ def test_bearing_head_learns_beside_the_policy_and_is_checkpointed():
     assert not any(name.startswith("head") for name in policy.state_dict())  # not exported with the policy
     again = DAgger(tiny_policy(), config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, False)
     again.load_state_dict(dagger.state_dict())
-    assert torch.equal(again.trainable.head.linear.weight, dagger.trainable.head.linear.weight)
+    assert torch.equal(again.trainable.head.bearing.weight, dagger.trainable.head.bearing.weight)
+
+
+def test_coarse_depth_and_depth_loss_hand_computed():
+    depth = torch.full((2, 32, 32, 1), 0.2)
+    depth[0, :, 16:] = 0.6  # env 0: a nearer left half, a farther right half
+    depth[1, 30:] = 1.0  # env 1: its bottom two rows far, a quarter of the bottom 16x16 row
+    targets = coarse_depth(depth).view(2, 16, 16)
+    assert targets[0, :, :8].eq(0.2).all() and torch.allclose(targets[0, :, 8:], torch.tensor(0.6))
+    assert torch.allclose(targets[1, 15], torch.tensor(1.0)) and targets[1, :15].eq(0.2).all()
+    # Predicting 0 everywhere for env 0: half the pixels off by 0.2, half by 0.6.
+    assert depth_loss(torch.zeros(256), targets[0].flatten()).item() == pytest.approx((0.04 + 0.36) / 2)
+
+
+def test_depth_head_teaches_an_rgb_encoder_and_is_not_exported():
+    """The depth head learns a depth that the RGB images carry (here, how bright the left half of the image
+    is) from the visual embedding; it is not part of the policy, and its state travels with the trainer's."""
+    torch.manual_seed(0)
+    policy = navzoo.create_model(
+        "pointnav-simple-cnn", sensors=("rgb", GOAL_SENSOR), resolution=(64, 64), hidden_size=32
+    )
+    n, steps = 4, 6
+
+    def rgb() -> torch.Tensor:
+        return torch.randint(0, 256, (n, 64, 64, 3), dtype=torch.uint8)
+
+    goal = torch.zeros(n, 2)
+    storage = RolloutStorage(steps, {"rgb": rgb(), GOAL_SENSOR: goal}, policy.initial_state(n))
+    for _ in range(steps):
+        image = storage.observations["rgb"][storage.length]
+        depth = image[..., :1].float() / 255
+        depth[:, :, 32:] = 0.5  # the right half is always at the same depth
+        storage.insert(
+            torch.zeros(n, dtype=torch.long),
+            torch.zeros(n),
+            torch.zeros(n),
+            torch.zeros(n),
+            {"rgb": rgb(), GOAL_SENSOR: goal},
+            torch.zeros(n, dtype=torch.bool),
+            depth_targets=coarse_depth(depth),
+        )
+    config = PPOConfig(ppo_epoch=4, num_mini_batch=1, lr=1e-3)
+    imitation = ImitationConfig(depth_weight=1.0)
+    dagger = DAgger(policy, config, imitation, config.lr, CPU, distributed=False)
+    first = dagger.update(storage)["depth"]
+    for _ in range(10):
+        last = dagger.update(storage)["depth"]
+    assert last < first / 2
+    assert not any(name.startswith("head") for name in policy.state_dict())
+    again = DAgger(policy, config, imitation, config.lr, CPU, distributed=False)
+    again.load_state_dict(dagger.state_dict())
+    assert torch.equal(again.trainable.head.depth.weight, dagger.trainable.head.depth.weight)
+
+
+def test_depth_head_needs_eyes_and_renders_depth_for_an_rgb_learner():
+    rgb = ["algorithm=dagger", "model=pointnav-simple-cnn", "sim.sensors=[rgb]", "imitation.depth_weight=1"]
+    assert load_config("pointnav-blind", rgb).teacher_only_sensors() == ("depth",)
+    map_planner = load_config("pointnav-blind", [*rgb, "imitation.teacher=map-planner"])
+    assert map_planner.teacher_only_sensors() == ("depth",)  # one depth camera serves both
+    with pytest.raises(ConfigError, match=r"imitation\.depth_weight=1.*0 for a blind policy"):
+        load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=1"])
+    with pytest.raises(ConfigError, match=r"imitation\.depth_weight=-1"):
+        load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=-1"])
 
 
 def test_dagger_needs_pointgoal():

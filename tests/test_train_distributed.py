@@ -368,10 +368,12 @@ def test_imitation_resume_equals_uninterrupted_run(tmp_path):
 
 def test_imitation_of_the_map_planner_resumes_exactly(tmp_path):
     """The map-planner teacher remembers what each agent has seen; its maps travel in the checkpoint (the
-    stop falls mid-episode). The learner sees RGB, so the simulator renders depth for the teacher alone."""
+    stop falls mid-episode). The learner sees RGB, so the simulator renders depth for the teacher and the
+    depth head alone."""
     extra = (
         "algorithm=dagger",
         "imitation.teacher=map-planner",
+        "imitation.depth_weight=1",
         f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
         "model=pointnav-simple-cnn",
         "sim.sensors=[rgb]",
@@ -395,6 +397,7 @@ def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
         f"finetune.algorithm={second}",
         "finetune.ppo.lr=1e-3",
         *(["finetune.ppo.critic_warmup_updates=1"] if second == "ppo" else []),
+        *(["imitation.bearing_weight=0.5"] if second == "dagger" else []),  # its head goes on learning
     )
     _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=5, extra=extra)
     rows, _ = _log(tmp_path / "one_go")

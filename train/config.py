@@ -138,6 +138,11 @@ class ImitationConfig(Config):
     # trained beside the policy and not exported. Every step then teaches a direction, not only which of
     # four actions it leads to. 0 turns it off.
     bearing_weight: float = 0.0
+    # Weight of an auxiliary loss: predict the depth image, average-pooled to 16x16, from the visual
+    # embedding, with a linear head trained beside the policy and not exported (depth prediction, Mirowski
+    # et al. 2017). It teaches an RGB encoder the geometry the teacher plans on; the simulator renders depth
+    # for it where the learner has none. 0 turns it off.
+    depth_weight: float = 0.0
 
     def __post_init__(self):
         check_field_types(self, "imitation.")
@@ -149,7 +154,7 @@ class ImitationConfig(Config):
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a share in [0, 1]")
         _positive_int("imitation.oracle_decay_frames", self.oracle_decay_frames)
         _positive("imitation.inflection_weight", self.inflection_weight)
-        for name in ("early_stop_weight", "bearing_weight"):
+        for name in ("early_stop_weight", "bearing_weight", "depth_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a number >= 0")
 
@@ -300,6 +305,12 @@ class TrainConfig(Config):
                 raise ConfigError(
                     "ppo.aux_tasks", self.ppo.aux_tasks, "[] for a blind policy (they read visual embeddings)"
                 )
+            if self.algorithm == "dagger" and self.imitation.depth_weight > 0 and policy.is_blind:
+                raise ConfigError(
+                    "imitation.depth_weight",
+                    self.imitation.depth_weight,
+                    "0 for a blind policy (depth is predicted from the visual embedding)",
+                )
 
     def policy_config(self) -> PolicyConfig:
         """The zoo architecture `model` with `policy` overrides; sensors and resolution follow `sim`."""
@@ -337,10 +348,14 @@ class TrainConfig(Config):
 
     def teacher_only_sensors(self) -> tuple[str, ...]:
         """Cameras the simulator renders for the imitation teacher alone (not stored, not seen by the
-        policy): the map-planner's depth where the learner sees RGB."""
+        policy): the map-planner's depth, and the depth head's target (imitation.depth_weight), where the
+        learner sees RGB."""
         if self.algorithm != "dagger":
             return ()
-        return tuple(s for s in TEACHER_SENSORS[self.imitation.teacher] if s not in self.sim.sensors)
+        wanted = TEACHER_SENSORS[self.imitation.teacher]
+        if self.imitation.depth_weight > 0:
+            wanted += ("depth",)
+        return tuple(s for s in dict.fromkeys(wanted) if s not in self.sim.sensors)
 
     def worker_device(self) -> str:
         """The device each worker trains and simulates on: `device`, or with "auto" a `sim.device` that

@@ -9,8 +9,9 @@ mini-batches like PPO's, through the same recurrent masking and DistributedDataP
 critic learns the rollout's returns meanwhile, so that DD-PPO fine-tuning of the same model starts with
 a useful value function (PIRLNav, Ramrakhya et al. 2023).
 
-`imitation_losses`, `inflection_weights` and `bearing_loss` are the maths, small enough to check by hand;
-`DAgger` is PPO's update with that loss; `OracleTeacher` labels the steps and picks who drives.
+`imitation_losses`, `inflection_weights`, `bearing_loss` and `depth_loss` are the maths, small enough to
+check by hand; `DAgger` is PPO's update with that loss; `OracleTeacher` labels the steps and picks who
+drives.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from navzoo.models.policy import ActorCritic, EvaluateResult
@@ -27,6 +29,8 @@ from navzoo.train.config import ImitationConfig, PPOConfig
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
 from navzoo.train.teacher import TEACHERS
+
+DEPTH_TARGET_SIZE = 16  # the depth head predicts the depth image average-pooled to this many pixels a side
 
 
 @dataclass
@@ -83,15 +87,33 @@ def bearing_loss(predicted: torch.Tensor, bearings: torch.Tensor) -> torch.Tenso
     return ((predicted - target) ** 2).sum(-1).mean()
 
 
-class BearingHead(nn.Module):
-    """Predicts the teacher's bearing as (cos, sin) from the policy's recurrent features."""
+def coarse_depth(depth: torch.Tensor) -> torch.Tensor:
+    """[N, 256]: depth images [N, H, W, 1] average-pooled to 16 x 16, the depth head's target."""
+    return F.adaptive_avg_pool2d(depth.permute(0, 3, 1, 2).float(), DEPTH_TARGET_SIZE).flatten(1)
 
-    def __init__(self, hidden_size: int):
+
+def depth_loss(predicted: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean squared error over the pixels of the coarse depth images, in the camera's normalised units."""
+    return ((predicted - targets) ** 2).mean()
+
+
+class ImitationHeads(nn.Module):
+    """What imitation predicts besides the actions, from what the policy computed, each head where its
+    weight is on: the teacher's bearing as (cos, sin) from the recurrent features, and the coarse depth
+    image from the visual embedding."""
+
+    def __init__(self, hidden_size: int, imitation: ImitationConfig):
         super().__init__()
-        self.linear = nn.Linear(hidden_size, 2)
+        self.bearing = nn.Linear(hidden_size, 2) if imitation.bearing_weight > 0 else None
+        self.depth = nn.Linear(hidden_size, DEPTH_TARGET_SIZE**2) if imitation.depth_weight > 0 else None
 
-    def forward(self, result: EvaluateResult, actions: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-        return self.linear(result.features)
+    def forward(self, result: EvaluateResult, actions: torch.Tensor, masks: torch.Tensor) -> dict:
+        predictions = {}
+        if self.bearing is not None:
+            predictions["bearing"] = self.bearing(result.features)
+        if self.depth is not None:
+            predictions["depth"] = self.depth(result.visual)
+        return predictions
 
 
 class DAgger(PPO):
@@ -106,15 +128,18 @@ class DAgger(PPO):
         lr: float,
         device: torch.device,
         distributed: bool,
+        heads: ImitationHeads | None = None,
     ):
-        # The bearing head reads the recurrent features; it is trained here and not part of the policy.
-        head = BearingHead(policy.config.hidden_size) if imitation.bearing_weight > 0 else None
-        super().__init__(policy, config, lr, device, distributed, head)
+        """`heads`: those of an earlier stage of the same run, kept across the switch; else new ones. They
+        are trained here and not part of the policy."""
+        if heads is None and (imitation.bearing_weight > 0 or imitation.depth_weight > 0):
+            heads = ImitationHeads(policy.config.hidden_size, imitation)
+        super().__init__(policy, config, lr, device, distributed, heads)
         self.imitation = imitation
 
     def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         with self.autocast():
-            values, _, _, action_log_probs, predicted_bearings = self.evaluator(
+            values, _, _, action_log_probs, predictions = self.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
             )
         weights = inflection_weights(batch.oracle_actions, batch.masks, self.imitation.inflection_weight)
@@ -130,9 +155,13 @@ class DAgger(PPO):
         names = ("action", "early_stop", "value", "oracle_prob", "early_stop_prob")
         stats = {name: getattr(losses, name) for name in names}
         total = losses.total
-        if predicted_bearings is not None:
-            stats["bearing"] = bearing_loss(predicted_bearings.float(), batch.oracle_bearings)
+        predictions = predictions or {}
+        if "bearing" in predictions:
+            stats["bearing"] = bearing_loss(predictions["bearing"].float(), batch.oracle_bearings)
             total = total + self.imitation.bearing_weight * stats["bearing"]
+        if "depth" in predictions:
+            stats["depth"] = depth_loss(predictions["depth"].float(), batch.depth_targets)
+            total = total + self.imitation.depth_weight * stats["depth"]
         return total, stats
 
 

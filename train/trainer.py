@@ -45,7 +45,7 @@ from navzoo.train.distributed import (
     restart_count,
 )
 from navzoo.train.episode_window import EpisodeWindow
-from navzoo.train.imitation import DAgger, OracleTeacher
+from navzoo.train.imitation import DAgger, OracleTeacher, coarse_depth
 from navzoo.train.logger import TrainLogger, plot_learning_curve
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
@@ -174,7 +174,8 @@ class Trainer:
         ppo = cfg.finetune.ppo_config(cfg.ppo)
         distributed = self.workers.distributed
         if cfg.finetune.algorithm == "dagger":
-            self.ppo = DAgger(self.policy, ppo, cfg.imitation, self._lr(ppo), self.device, distributed)
+            heads = self.ppo.trainable.head if isinstance(self.ppo, DAgger) else None  # they go on learning
+            self.ppo = DAgger(self.policy, ppo, cfg.imitation, self._lr(ppo), self.device, distributed, heads)
         else:
             self.teacher = None
             self.ppo = PPO(self.policy, ppo, self._lr(ppo), self.device, distributed)
@@ -300,18 +301,28 @@ class Trainer:
             observations, prev_actions, masks = storage.current()
             with torch.no_grad(), self.ppo.autocast():
                 act = self.policy.act(observations, hidden, prev_actions, masks)
-            actions, labels, bearings = act.action, None, None
+            actions, labels, bearings, depth_targets = act.action, None, None, None
             t_teacher = self._sync_time()
             if self.teacher is not None:
                 actions, labels, bearings = self.teacher.drive(
                     self.sim_observations, masks, act.action, self.frames
                 )
+                if cfg.imitation.depth_weight > 0:
+                    depth_targets = coarse_depth(self.sim_observations["depth"])
             t1 = self._sync_time()
             next_observations, rewards, dones, info = self.sim.step(actions)
             next_observations = self._observe(next_observations)
             t2 = self._sync_time()
             storage.insert(
-                actions, act.log_prob, act.value.float(), rewards, next_observations, dones, labels, bearings
+                actions,
+                act.log_prob,
+                act.value.float(),
+                rewards,
+                next_observations,
+                dones,
+                labels,
+                bearings,
+                depth_targets,
             )
             hidden = act.hidden.float()
             episode = info.get("episode")
