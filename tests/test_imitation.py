@@ -138,16 +138,22 @@ def test_bearing_head_learns_beside_the_policy_and_is_checkpointed():
     for _ in range(5):
         last = dagger.update(storage)["bearing"]
     assert last < first / 2
-    assert not any(name.startswith("head") for name in policy.state_dict())  # not exported with the policy
+    assert policy.state_dict().keys() == tiny_policy().state_dict().keys()  # not exported with the policy
     again = DAgger(tiny_policy(), config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, False)
     again.load_state_dict(dagger.state_dict())
     assert torch.equal(again.trainable.head.bearing.weight, dagger.trainable.head.bearing.weight)
+    # A run checkpointed when the bearing head was the only head, named `linear`, resumes too.
+    state = dagger.state_dict()
+    state["head"] = {k.replace("bearing.", "linear."): v for k, v in state["head"].items()}
+    earlier = DAgger(tiny_policy(), config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, False)
+    earlier.load_state_dict(state)
+    assert torch.equal(earlier.trainable.head.bearing.bias, dagger.trainable.head.bearing.bias)
 
 
 def test_coarse_depth_and_depth_loss_hand_computed():
     depth = torch.full((2, 32, 32, 1), 0.2)
     depth[0, :, 16:] = 0.6  # env 0: a nearer left half, a farther right half
-    depth[1, 30:] = 1.0  # env 1: its bottom two rows far, a quarter of the bottom 16x16 row
+    depth[1, 30:] = 1.0  # env 1: its bottom two rows far, which make the bottom row of the 16x16 image
     targets = coarse_depth(depth).view(2, 16, 16)
     assert targets[0, :, :8].eq(0.2).all() and torch.allclose(targets[0, :, 8:], torch.tensor(0.6))
     assert torch.allclose(targets[1, 15], torch.tensor(1.0)) and targets[1, :15].eq(0.2).all()
@@ -156,41 +162,47 @@ def test_coarse_depth_and_depth_loss_hand_computed():
 
 
 def test_depth_head_teaches_an_rgb_encoder_and_is_not_exported():
-    """The depth head learns a depth that the RGB images carry (here, how bright the left half of the image
-    is) from the visual embedding; it is not part of the policy, and its state travels with the trainer's."""
+    """The depth head learns a depth that the RGB images carry (here, each image's brightness is how far
+    its left half is) far better than the best constant guess; it is not part of the policy, and its
+    state travels with the trainer's."""
     torch.manual_seed(0)
-    policy = navzoo.create_model(
-        "pointnav-simple-cnn", sensors=("rgb", GOAL_SENSOR), resolution=(64, 64), hidden_size=32
-    )
-    n, steps = 4, 6
 
-    def rgb() -> torch.Tensor:
-        return torch.randint(0, 256, (n, 64, 64, 3), dtype=torch.uint8)
+    def policy():
+        return navzoo.create_model(
+            "pointnav-simple-cnn", sensors=("rgb", GOAL_SENSOR), resolution=(64, 64), hidden_size=32
+        )
+
+    n, steps = 8, 6
+    levels = torch.rand(steps + 1, n)
+
+    def rgb(step: int) -> torch.Tensor:
+        return (levels[step] * 255).to(torch.uint8).view(n, 1, 1, 1).expand(n, 64, 64, 3).clone()
 
     goal = torch.zeros(n, 2)
-    storage = RolloutStorage(steps, {"rgb": rgb(), GOAL_SENSOR: goal}, policy.initial_state(n))
-    for _ in range(steps):
-        image = storage.observations["rgb"][storage.length]
-        depth = image[..., :1].float() / 255
+    learner = policy()
+    storage = RolloutStorage(steps, {"rgb": rgb(0), GOAL_SENSOR: goal}, learner.initial_state(n))
+    for step in range(steps):
+        depth = levels[step].view(n, 1, 1, 1).expand(n, 64, 64, 1).clone()
         depth[:, :, 32:] = 0.5  # the right half is always at the same depth
         storage.insert(
             torch.zeros(n, dtype=torch.long),
             torch.zeros(n),
             torch.zeros(n),
             torch.zeros(n),
-            {"rgb": rgb(), GOAL_SENSOR: goal},
+            {"rgb": rgb(step + 1), GOAL_SENSOR: goal},
             torch.zeros(n, dtype=torch.bool),
             depth_targets=coarse_depth(depth),
         )
-    config = PPOConfig(ppo_epoch=4, num_mini_batch=1, lr=1e-3)
+    targets = storage.depth_targets
+    constant_guess = depth_loss(targets.mean((0, 1)), targets).item()
+    config = PPOConfig(ppo_epoch=4, num_mini_batch=1, lr=1e-3, max_grad_norm=10.0)
     imitation = ImitationConfig(depth_weight=1.0)
-    dagger = DAgger(policy, config, imitation, config.lr, CPU, distributed=False)
-    first = dagger.update(storage)["depth"]
-    for _ in range(10):
+    dagger = DAgger(learner, config, imitation, config.lr, CPU, distributed=False)
+    for _ in range(40):
         last = dagger.update(storage)["depth"]
-    assert last < first / 2
-    assert not any(name.startswith("head") for name in policy.state_dict())
-    again = DAgger(policy, config, imitation, config.lr, CPU, distributed=False)
+    assert last < constant_guess / 4
+    assert learner.state_dict().keys() == policy().state_dict().keys()
+    again = DAgger(policy(), config, imitation, config.lr, CPU, distributed=False)
     again.load_state_dict(dagger.state_dict())
     assert torch.equal(again.trainable.head.depth.weight, dagger.trainable.head.depth.weight)
 
@@ -204,6 +216,13 @@ def test_depth_head_needs_eyes_and_renders_depth_for_an_rgb_learner():
         load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=1"])
     with pytest.raises(ConfigError, match=r"imitation\.depth_weight=-1"):
         load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=-1"])
+    with pytest.raises(ConfigError, match=r"imitation\.depth_weight=1.*0 unless algorithm is dagger"):
+        load_config(
+            "pointnav-blind", ["model=pointnav-simple-cnn", "sim.sensors=[rgb]", "imitation.depth_weight=1"]
+        )
+    second_stage = ["algorithm=dagger", "finetune.from_frames=8192", "finetune.algorithm=dagger"]
+    with pytest.raises(ConfigError, match=r"finetune\.ppo\.aux_tasks"):
+        load_config("pointnav-blind", [*second_stage, "finetune.ppo.aux_tasks=[inverse_dynamics]"])
 
 
 def test_dagger_needs_pointgoal():

@@ -276,7 +276,18 @@ class TrainConfig(Config):
                 raise ConfigError(
                     "finetune.from_frames", self.finetune.from_frames, "a number of frames >= 0"
                 )
-            self.finetune.ppo_config(self.ppo)
+            second = self.finetune.ppo_config(self.ppo)
+            if second.aux_tasks and self.finetune.algorithm != "ppo":
+                raise ConfigError(
+                    "finetune.ppo.aux_tasks",
+                    second.aux_tasks,
+                    "[] with finetune.algorithm dagger (they serve PPO)",
+                )
+        for name in ("bearing_weight", "depth_weight"):
+            if getattr(self.imitation, name) > 0 and self.algorithm != "dagger":
+                raise ConfigError(
+                    f"imitation.{name}", getattr(self.imitation, name), "0 unless algorithm is dagger"
+                )
         if self.ppo.aux_tasks and self.algorithm != "ppo":
             raise ConfigError(
                 "ppo.aux_tasks", self.ppo.aux_tasks, "[] with algorithm dagger (they serve PPO)"

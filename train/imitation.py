@@ -137,6 +137,16 @@ class DAgger(PPO):
         super().__init__(policy, config, lr, device, distributed, heads)
         self.imitation = imitation
 
+    def load_state_dict(self, state: dict) -> None:
+        head = state.get("head")
+        if head is not None:  # runs checkpointed when the bearing head was the only one named it `linear`
+            head = {
+                ("bearing." + k[len("linear.") :] if k.startswith("linear.") else k): v
+                for k, v in head.items()
+            }
+            state = {**state, "head": head}
+        super().load_state_dict(state)
+
     def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         with self.autocast():
             values, _, _, action_log_probs, predictions = self.evaluator(

@@ -169,7 +169,7 @@ class PPO:
         if head is None and config.aux_tasks:
             size = policy.config.hidden_size
             head = AuxiliaryTasks(config.aux_tasks, size, size, policy.config.num_actions, config.cpca_steps)
-        evaluator = ActionEvaluator(policy, head)
+        evaluator = ActionEvaluator(policy, head).to(device)  # the head is built on the CPU
         self.trainable = evaluator  # the policy and the head: what the optimiser steps
         # With one worker there is nothing to all-reduce; DDP would only add its bookkeeping.
         self.evaluator = (
