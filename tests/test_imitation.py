@@ -216,10 +216,6 @@ def test_depth_head_needs_eyes_and_renders_depth_for_an_rgb_learner():
         load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=1"])
     with pytest.raises(ConfigError, match=r"imitation\.depth_weight=-1"):
         load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=-1"])
-    with pytest.raises(ConfigError, match=r"imitation\.depth_weight=1.*0 unless algorithm is dagger"):
-        load_config(
-            "pointnav-blind", ["model=pointnav-simple-cnn", "sim.sensors=[rgb]", "imitation.depth_weight=1"]
-        )
     second_stage = ["algorithm=dagger", "finetune.from_frames=8192", "finetune.algorithm=dagger"]
     with pytest.raises(ConfigError, match=r"finetune\.ppo\.aux_tasks"):
         load_config("pointnav-blind", [*second_stage, "finetune.ppo.aux_tasks=[inverse_dynamics]"])

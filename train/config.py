@@ -283,11 +283,6 @@ class TrainConfig(Config):
                     second.aux_tasks,
                     "[] with finetune.algorithm dagger (they serve PPO)",
                 )
-        for name in ("bearing_weight", "depth_weight"):
-            if getattr(self.imitation, name) > 0 and self.algorithm != "dagger":
-                raise ConfigError(
-                    f"imitation.{name}", getattr(self.imitation, name), "0 unless algorithm is dagger"
-                )
         if self.ppo.aux_tasks and self.algorithm != "ppo":
             raise ConfigError(
                 "ppo.aux_tasks", self.ppo.aux_tasks, "[] with algorithm dagger (they serve PPO)"
