@@ -106,10 +106,15 @@ def _coerce_tuple(value: Any, kind: Any, args: tuple, name: str) -> tuple:
     )
 
 
+def is_decimal(text: str) -> bool:
+    """Whether int() reads `text` as a plain non-negative decimal: str.isdigit alone is also true of digits
+    int() refuses, such as superscripts ("¹"), which Latin-1 header values and typed ids can hold."""
+    return text.isascii() and text.isdigit()
+
+
 def _coerce_key(key: Any, kind: Any, name: str) -> Any:
-    # JSON object keys are always strings, so an integer key may arrive as "1". (str.isdigit is also true of
-    # digits int() refuses, such as superscripts: "¹".)
-    if kind is int and isinstance(key, str) and key.isascii() and key.isdigit():
+    # JSON object keys are always strings, so an integer key may arrive as "1".
+    if kind is int and isinstance(key, str) and is_decimal(key):
         return int(key)
     return _coerce(key, kind, f"{name} key")
 

@@ -16,6 +16,7 @@ from scipy import ndimage
 from navzoo.errors import ConfigError
 from navzoo.sim.config import SCENE_FAMILIES, SPLITS
 from navzoo.sim.materials import FLOOR_IDS, FURNITURE_IDS, WALL_IDS
+from navzoo.typed_config import is_decimal
 
 CELL_SIZE = 0.25  # metres per grid cell
 WALL = -1  # room id of wall cells
@@ -109,8 +110,7 @@ def scene_id(family: str, split: str, index: int) -> str:
 
 def parse_scene_id(sid: str) -> tuple[str, str, int]:
     parts = sid.split("/")
-    index_ok = len(parts) == 3 and parts[2].isascii() and parts[2].isdigit()  # int() refuses "¹"
-    if not index_ok or parts[0] not in FAMILIES or parts[1] not in SPLITS:
+    if len(parts) != 3 or parts[0] not in FAMILIES or parts[1] not in SPLITS or not is_decimal(parts[2]):
         raise ConfigError(
             "scene_id",
             sid,

@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 from huggingface_hub.utils import tqdm
 
+from navzoo.typed_config import is_decimal
+
 # A stalled or unreachable server fails within seconds; a connection that breaks after sending data is
 # resumed where it stopped, a few times, before giving up.
 TIMEOUT = httpx.Timeout(30.0, connect=10.0)
@@ -84,15 +86,10 @@ def _fetch(url: str, part: Path, filename: str) -> None:
 def _total_size(response: httpx.Response, offset: int) -> int | None:
     """The whole file's size: from Content-Range for a resumed download, else from Content-Length."""
     whole = response.headers.get("Content-Range", "").rpartition("/")[2]
-    if _is_decimal(whole):
+    if is_decimal(whole):
         return int(whole)
     length = response.headers.get("Content-Length", "")
-    return offset + int(length) if _is_decimal(length) else None
-
-
-def _is_decimal(text: str) -> bool:
-    # Header values are Latin-1, where str.isdigit is also true of superscripts ("¹") that int() refuses.
-    return text.isascii() and text.isdigit()
+    return offset + int(length) if is_decimal(length) else None
 
 
 def _size(path: Path) -> int:
