@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 from statistics import median
 
@@ -24,6 +25,7 @@ from safetensors.torch import load_file
 import navzoo
 from navzoo.models.weights import save_pretrained
 from navzoo.train import checkpoint as ckpt
+from navzoo.train.callbacks import TrainerCallback
 from navzoo.train.config import load_config
 from navzoo.train.trainer import train
 
@@ -558,6 +560,30 @@ def test_sigterm_checkpoints_and_resume_finishes(tmp_path):
     assert [r["train/update"] for r in rows] == list(range(1, updates + 1))
     _assert_counters(_newest(run_dir), updates, total)
     navzoo.load(run_dir)
+
+
+def test_train_in_a_process_that_goes_on_gives_back_its_signals_and_the_trainer(tmp_path):
+    """After train() returns, SIGTERM is the caller's again, and nothing holds the trainer (its DDP model
+    holds the process group, whose threads must not outlive it to interpreter shutdown)."""
+    trainers = []
+
+    class Remember(TrainerCallback):
+        def on_train_start(self, trainer):
+            trainers.append(weakref.ref(trainer))
+
+    def caller_handler(signum, frame):
+        pass
+
+    previous = signal.signal(signal.SIGTERM, caller_handler)
+    usr1 = signal.getsignal(signal.SIGUSR1)
+    try:
+        config = load_config(PRESET, [*TINY, f"total_frames={FRAMES_PER_UPDATE}"])
+        train(config, tmp_path / "run", callbacks=[Remember()])
+        assert signal.getsignal(signal.SIGTERM) is caller_handler
+        assert signal.getsignal(signal.SIGUSR1) is usr1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert len(trainers) == 1 and trainers[0]() is None
 
 
 # --- 6. a folder with checkpoints needs --resume ---------------------------------------------------------

@@ -98,8 +98,11 @@ def train(
         raise ConfigError("model", None, "a zoo architecture (only navzoo finetune builds its own policy)")
     workers = init_workers(config.distributed, config.worker_device())
     try:
-        trainer = Trainer(config, Path(run_dir), workers, spec, callbacks)
-        return trainer.run(resume or restart_count() > 0, overwrite)
+        # No name holds the trainer, so its DDP model (which holds the process group) is gone before the
+        # group is destroyed; gloo's threads outliving it to interpreter shutdown can abort the process.
+        return Trainer(config, Path(run_dir), workers, spec, callbacks).run(
+            resume or restart_count() > 0, overwrite
+        )
     finally:
         close_workers()
 
@@ -246,12 +249,12 @@ class Trainer:
             world_size=workers.world_size,
             restart=restart_count(),
         )
-        self._install_signal_handlers()
-        for callback in self.callbacks:
-            callback.on_train_start(self)
+        previous_handlers = self._install_signal_handlers()
         hidden = storage.hidden.clone()
         metrics: dict[str, float] = {}
         try:
+            for callback in self.callbacks:
+                callback.on_train_start(self)
             while self.frames < cfg.total_frames and self.stop_reason is None:
                 if not self.stages and self.finetune_from is not None and self.frames >= self.finetune_from:
                     self._start_finetuning()
@@ -275,6 +278,8 @@ class Trainer:
                     for callback in self.callbacks:
                         callback.on_checkpoint(self, path)
         finally:
+            for signum, handler in previous_handlers.items():
+                signal.signal(signum, handler)
             logger.close()
             self.sim.close()
         if workers.is_main:
@@ -573,12 +578,14 @@ class Trainer:
         staging.rmdir()
 
     # --- signals ------------------------------------------------------------------------------------
-    def _install_signal_handlers(self) -> None:
+    def _install_signal_handlers(self) -> dict[int, Any]:
+        """SIGTERM and SIGUSR1 ask for a checkpoint and a stop; returns the handlers they replace, for the
+        end of the run: a process that goes on after train() must stop on SIGTERM again."""
+
         def stop(signum, _frame):
             self.stop_signal = signum
 
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGUSR1, stop)
+        return {signum: signal.signal(signum, stop) for signum in (signal.SIGTERM, signal.SIGUSR1)}
 
 
 def _flatten(config: dict, prefix: str = "") -> dict[str, Any]:
