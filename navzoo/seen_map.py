@@ -198,6 +198,29 @@ class SeenMap:
         """Which environments [N] were just sent forward, for the next bump()."""
         self._last_forward[:] = forward
 
+    def egocentric(self, pos: np.ndarray, heading: np.ndarray, size: int, cell: float) -> np.ndarray:
+        """[N, size, size]: 1 where a `cell`-metre square of a grid centred on each agent at `pos` [N, 2]
+        holds a seen solid cell (or lies outside the atlas), 0 elsewhere, in the agent's frame at `heading`
+        [N]: row 0 is the farthest ahead, column 0 the farthest to the left. Each square is sampled at the
+        centres of its quarters, so a wall cell a square only grazes may be missed."""
+        samples = 2 * size
+        offsets = (np.arange(samples, dtype=np.float32) - samples / 2 + 0.5) * (cell / 2)
+        ahead = offsets[::-1, None]  # [S, 1], row 0 farthest ahead
+        right = offsets[None, :]  # [1, S]
+        cos = np.cos(heading).astype(np.float32)[:, None, None]
+        sin = np.sin(heading).astype(np.float32)[:, None, None]
+        # Forward is (cos, sin); angles grow to the left, so the right is (sin, -cos).
+        x = pos[:, 0, None, None] + ahead * cos + right * sin
+        y = pos[:, 1, None, None] + ahead * sin - right * cos
+        rows = np.floor(y / self.cell_size).astype(np.int64)
+        cols = np.floor(x / self.cell_size).astype(np.int64)
+        n, map_rows, map_cols = self.solid.shape
+        inside = (rows >= 0) & (rows < map_rows) & (cols >= 0) & (cols < map_cols)
+        envs = np.arange(n)[:, None, None]
+        seen = self.solid[envs, rows.clip(0, map_rows - 1), cols.clip(0, map_cols - 1)] > 0
+        solid = np.where(inside, seen, True)
+        return solid.reshape(n, size, 2, size, 2).any((2, 4)).astype(np.float32)
+
     def planned_distance(self, pos: np.ndarray) -> np.ndarray:
         """Each field's value [N] at the navigation cell of `pos` [N, 2]."""
         rows = np.floor(pos[:, 1] / self.nav_cell).astype(np.int64)

@@ -23,6 +23,7 @@ from navzoo.train.imitation import (
     depth_loss,
     imitation_losses,
     inflection_weights,
+    map_loss,
 )
 from navzoo.train.rollout import RolloutStorage
 from navzoo.train.teacher import StraightLineOracle
@@ -191,9 +192,9 @@ def test_depth_head_teaches_an_rgb_encoder_and_is_not_exported():
             torch.zeros(n),
             {"rgb": rgb(step + 1), GOAL_SENSOR: goal},
             torch.zeros(n, dtype=torch.bool),
-            depth_targets=coarse_depth(depth),
+            head_targets={"depth": coarse_depth(depth)},
         )
-    targets = storage.depth_targets
+    targets = storage.head_targets["depth"]
     constant_guess = depth_loss(targets.mean((0, 1)), targets).item()
     config = PPOConfig(ppo_epoch=4, num_mini_batch=1, lr=1e-3, max_grad_norm=10.0)
     imitation = ImitationConfig(depth_weight=1.0)
@@ -219,6 +220,60 @@ def test_depth_head_needs_eyes_and_renders_depth_for_an_rgb_learner():
     second_stage = ["algorithm=dagger", "finetune.from_frames=8192", "finetune.algorithm=dagger"]
     with pytest.raises(ConfigError, match=r"finetune\.ppo\.aux_tasks"):
         load_config("pointnav-blind", [*second_stage, "finetune.ppo.aux_tasks=[inverse_dynamics]"])
+
+
+def test_map_loss_hand_computed():
+    logits = torch.tensor([[0.0, 2.0], [-1.0, 0.0]])
+    targets = torch.tensor([[1.0, 1.0], [0.0, 1.0]])
+    # -log sigmoid(x) where the square is solid, -log(1 - sigmoid(x)) where it is not
+    expected = (math.log(2) + math.log1p(math.exp(-2)) + math.log1p(math.exp(-1)) + math.log(2)) / 4
+    assert map_loss(logits, targets).item() == pytest.approx(expected)
+
+
+def test_map_head_reads_the_memory():
+    """Which half of the map holds walls shows only in the first observation of each episode (its goal
+    vector's sign); the map head, on the recurrent features, predicts it at every later step far better
+    than the best constant guess."""
+    torch.manual_seed(0)
+    n, steps = 16, 8
+    side = torch.randint(0, 2, (n,)).float() * 2 - 1  # +1: walls on the left half, -1: on the right
+    left = torch.zeros(16, 16)
+    left[:, :8] = 1
+    walls = torch.where(side.view(n, 1, 1) > 0, left, 1 - left).flatten(1)
+    learner = navzoo.create_model("pointnav-blind", hidden_size=32, num_recurrent_layers=1, rnn_type="GRU")
+    first = torch.stack([side, torch.zeros(n)], 1)
+    storage = RolloutStorage(steps, {GOAL_SENSOR: first}, learner.initial_state(n))
+    for _ in range(steps):
+        storage.insert(
+            torch.zeros(n, dtype=torch.long),
+            torch.zeros(n),
+            torch.zeros(n),
+            torch.zeros(n),
+            {GOAL_SENSOR: torch.zeros(n, 2)},
+            torch.zeros(n, dtype=torch.bool),
+            head_targets={"map": walls},
+        )
+    config = PPOConfig(ppo_epoch=4, num_mini_batch=1, lr=3e-3, max_grad_norm=10.0)
+    imitation = ImitationConfig(teacher="map-planner", map_weight=1.0)
+    dagger = DAgger(learner, config, imitation, config.lr, CPU, distributed=False)
+    for _ in range(30):
+        last = dagger.update(storage)["map"]
+    assert last < math.log(2) / 4  # a constant guess of 0.5 everywhere is the best one: log 2
+
+
+def test_map_head_needs_the_map_planner():
+    with pytest.raises(ConfigError, match=r"imitation\.map_weight=1.*teacher map-planner"):
+        load_config("pointnav-blind", ["algorithm=dagger", "imitation.map_weight=1"])
+    with pytest.raises(ConfigError, match=r"imitation\.map_weight=-1"):
+        load_config(
+            "pointnav-blind", ["algorithm=dagger", "imitation.teacher=map-planner", "imitation.map_weight=-1"]
+        )
+    blind = load_config(
+        "pointnav-blind", ["algorithm=dagger", "imitation.teacher=map-planner", "imitation.map_weight=1"]
+    )
+    assert blind.teacher_only_sensors() == (
+        "depth",
+    )  # the teacher maps with a depth camera the learner lacks
 
 
 def test_dagger_needs_pointgoal():

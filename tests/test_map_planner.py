@@ -92,6 +92,29 @@ def test_a_forward_step_that_goes_nowhere_marks_the_cell_ahead(val_sim):
     assert changed.tolist() == [[0, math.floor(y / 0.25), math.floor(x / 0.25)]]
 
 
+def test_the_egocentric_map_turns_with_the_agent(val_sim):
+    """One seen wall cell 1 m from an agent, seen facing it and then facing each way along it: it is ahead,
+    then to the right, then to the left, of the 8 m x 8 m grid's centre; the atlas's edge counts solid."""
+    sim = val_sim
+    sim.reset(seed=0)
+    seen = SeenMap(sim)
+    seen.solid[:] = 0
+    seen.solid[0, 20, 24] = 1  # the cell x in [6, 6.25), y in [5, 5.25)
+    pos = np.array([[5.125, 5.125]], np.float32)  # the middle of cell (20, 20)
+    grids = {
+        name: seen.egocentric(pos, np.array([heading], np.float32), 16, 0.5)[0]
+        for name, heading in (("east", 0.0), ("north", math.pi / 2), ("south", -math.pi / 2))
+    }
+    # Rows run from 4 m ahead (row 0) to 4 m behind, columns from 4 m left to 4 m right: the agent stands
+    # where rows 7 and 8 and columns 7 and 8 meet. The wall cell's near face is 0.875 m away.
+    assert np.argwhere(grids["east"]).tolist() == [[6, 8]]  # 0.5 to 1 m ahead, just right of centre
+    assert np.argwhere(grids["north"]).tolist() == [[8, 9]]  # 0.5 to 1 m right
+    assert np.argwhere(grids["south"]).tolist() == [[7, 6]]  # 0.5 to 1 m left
+    # At (0.5, 0.5) facing east, what lies more than 0.5 m behind (x < 0) or right (y < 0) is off the atlas.
+    corner = seen.egocentric(np.array([[0.5, 0.5]], np.float32), np.zeros(1, np.float32), 16, 0.5)[0]
+    assert corner[9:].all() and corner[:, 9:].all() and not corner[:9, :9].any()
+
+
 class PlanningAfresh(MapPlannerAgent):
     """The map-planner as the simplest reading of it: every time the map grows, plan every reachable cell."""
 

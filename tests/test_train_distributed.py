@@ -371,11 +371,12 @@ def test_imitation_resume_equals_uninterrupted_run(tmp_path):
 def test_imitation_of_the_map_planner_resumes_exactly(tmp_path):
     """The map-planner teacher remembers what each agent has seen; its maps travel in the checkpoint (the
     stop falls mid-episode). The learner sees RGB, so the simulator renders depth for the teacher and the
-    depth head alone."""
+    depth head alone; the map head learns the teacher's maps."""
     extra = (
         "algorithm=dagger",
         "imitation.teacher=map-planner",
         "imitation.depth_weight=1",
+        "imitation.map_weight=1",
         f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
         "model=pointnav-simple-cnn",
         "sim.sensors=[rgb]",

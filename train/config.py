@@ -143,6 +143,12 @@ class ImitationConfig(Config):
     # et al. 2017). It teaches an RGB encoder the geometry the teacher plans on; the simulator renders depth
     # for it where the learner has none. 0 turns it off.
     depth_weight: float = 0.0
+    # Weight of an auxiliary loss: predict, from the policy's recurrent features, which squares of an
+    # 8 m x 8 m grid around the agent (16 x 16, in its frame) hold walls it has seen this episode, as the
+    # map-planner teacher mapped them, with a linear head trained beside the policy and not exported. The
+    # walls behind the agent are only in its memory, so this asks the memory to keep a map. It needs
+    # teacher map-planner. 0 turns it off.
+    map_weight: float = 0.0
 
     def __post_init__(self):
         check_field_types(self, "imitation.")
@@ -154,9 +160,15 @@ class ImitationConfig(Config):
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a share in [0, 1]")
         _positive_int("imitation.oracle_decay_frames", self.oracle_decay_frames)
         _positive("imitation.inflection_weight", self.inflection_weight)
-        for name in ("early_stop_weight", "bearing_weight", "depth_weight"):
+        for name in ("early_stop_weight", "bearing_weight", "depth_weight", "map_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a number >= 0")
+        if self.map_weight > 0 and self.teacher != "map-planner":
+            raise ConfigError(
+                "imitation.map_weight",
+                self.map_weight,
+                "0, or teacher map-planner (the map to predict is the one it builds)",
+            )
 
 
 @dataclass(frozen=True)

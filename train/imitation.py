@@ -9,9 +9,9 @@ mini-batches like PPO's, through the same recurrent masking and DistributedDataP
 critic learns the rollout's returns meanwhile, so that DD-PPO fine-tuning of the same model starts with
 a useful value function (PIRLNav, Ramrakhya et al. 2023).
 
-`imitation_losses`, `inflection_weights`, `bearing_loss` and `depth_loss` are the maths, small enough to
-check by hand; `DAgger` is PPO's update with that loss; `OracleTeacher` labels the steps and picks who
-drives.
+`imitation_losses`, `inflection_weights`, `bearing_loss`, `depth_loss` and `map_loss` are the maths, small
+enough to check by hand; `DAgger` is PPO's update with that loss; `OracleTeacher` labels the steps and picks
+who drives.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from navzoo.train.rollout import MiniBatch
 from navzoo.train.teacher import TEACHERS
 
 DEPTH_TARGET_SIZE = 16  # the depth head predicts the depth image average-pooled to this many pixels a side
+MAP_TARGET_SIZE = 16  # the map head predicts this many squares a side around the agent ...
+MAP_TARGET_CELL = 0.5  # ... each this many metres wide: 8 m x 8 m
 
 
 @dataclass
@@ -97,15 +99,21 @@ def depth_loss(predicted: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return ((predicted - targets) ** 2).mean()
 
 
+def map_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy over the squares of the egocentric maps, `logits` against 0/1 `targets`."""
+    return F.binary_cross_entropy_with_logits(logits, targets)
+
+
 class ImitationHeads(nn.Module):
     """What imitation predicts besides the actions, from what the policy computed, each head where its
-    weight is on: the teacher's bearing as (cos, sin) from the recurrent features, and the coarse depth
-    image from the visual embedding."""
+    weight is on: the teacher's bearing as (cos, sin) and the seen walls around the agent from the
+    recurrent features, and the coarse depth image from the visual embedding."""
 
     def __init__(self, hidden_size: int, imitation: ImitationConfig):
         super().__init__()
         self.bearing = nn.Linear(hidden_size, 2) if imitation.bearing_weight > 0 else None
         self.depth = nn.Linear(hidden_size, DEPTH_TARGET_SIZE**2) if imitation.depth_weight > 0 else None
+        self.map = nn.Linear(hidden_size, MAP_TARGET_SIZE**2) if imitation.map_weight > 0 else None
 
     def forward(self, result: EvaluateResult, actions: torch.Tensor, masks: torch.Tensor) -> dict:
         predictions = {}
@@ -113,6 +121,8 @@ class ImitationHeads(nn.Module):
             predictions["bearing"] = self.bearing(result.features)
         if self.depth is not None:
             predictions["depth"] = self.depth(result.visual)
+        if self.map is not None:
+            predictions["map"] = self.map(result.features)
         return predictions
 
 
@@ -132,7 +142,7 @@ class DAgger(PPO):
     ):
         """`heads`: those of an earlier stage of the same run, kept across the switch; else new ones. They
         are trained here and not part of the policy."""
-        if heads is None and (imitation.bearing_weight > 0 or imitation.depth_weight > 0):
+        if heads is None and max(imitation.bearing_weight, imitation.depth_weight, imitation.map_weight) > 0:
             heads = ImitationHeads(policy.config.hidden_size, imitation)
         super().__init__(policy, config, lr, device, distributed, heads)
         self.imitation = imitation
@@ -170,8 +180,11 @@ class DAgger(PPO):
             stats["bearing"] = bearing_loss(predictions["bearing"].float(), batch.oracle_bearings)
             total = total + self.imitation.bearing_weight * stats["bearing"]
         if "depth" in predictions:
-            stats["depth"] = depth_loss(predictions["depth"].float(), batch.depth_targets)
+            stats["depth"] = depth_loss(predictions["depth"].float(), batch.head_targets["depth"])
             total = total + self.imitation.depth_weight * stats["depth"]
+        if "map" in predictions:
+            stats["map"] = map_loss(predictions["map"].float(), batch.head_targets["map"])
+            total = total + self.imitation.map_weight * stats["map"]
         return total, stats
 
 
@@ -210,3 +223,14 @@ class OracleTeacher:
         actions = torch.where(oracle_drives, labels, learner_actions)
         self.oracle.taken(actions)
         return actions, labels, bearings
+
+    def head_targets(self, observations: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """What the depth and map heads (ImitationHeads) learn to predict at this step, those whose weight
+        is on: the coarse depth image of the simulator's `observations`, and the walls seen around the
+        agent on the map-planner's map as drive() has just updated it."""
+        targets = {}
+        if self.config.depth_weight > 0:
+            targets["depth"] = coarse_depth(observations["depth"])
+        if self.config.map_weight > 0:
+            targets["map"] = self.oracle.seen_map(MAP_TARGET_SIZE, MAP_TARGET_CELL)
+        return targets

@@ -6,8 +6,8 @@ the value estimate and the reward of step t are stored at t too. values[length] 
 the observation after the last step. `hidden` is the recurrent state before step 0, which is all PPO needs
 to replay whole sequences. A rollout may stop early (preemption), so `length` can be below num_steps.
 For imitation (navzoo.train.imitation), `oracle_actions` holds the teacher's label of each step and
-`oracle_bearings` the direction of its way relative to the agent's heading, and `depth_targets`, where
-the depth head trains, the coarse depth image of each step.
+`oracle_bearings` the direction of its way relative to the agent's heading, and `head_targets` what the
+imitation heads that are on learn to predict at each step (the coarse depth image, the seen map), by name.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class MiniBatch:
     bootstrap: torch.Tensor  # [n] value after the last step
     oracle_actions: torch.Tensor  # the teacher's action at each step (imitation only)
     oracle_bearings: torch.Tensor  # the teacher's bearing at each step, radians (imitation only)
-    depth_targets: torch.Tensor | None  # [L, n, D] each step's coarse depth image (imitation's depth head)
+    head_targets: dict[str, torch.Tensor]  # [L, n, D] each step's target of each imitation head that is on
 
 
 class RolloutStorage:
@@ -57,7 +57,7 @@ class RolloutStorage:
         self.actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
         self.oracle_actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
         self.oracle_bearings = torch.zeros(num_steps, n, device=dev)
-        self.depth_targets: torch.Tensor | None = None  # allocated by the first insert that has them
+        self.head_targets: dict[str, torch.Tensor] = {}  # allocated by the first insert that has them
         self.log_probs = torch.zeros(num_steps, n, device=dev)
         self.values = torch.zeros(num_steps + 1, n, device=dev)
         self.rewards = torch.zeros(num_steps, n, device=dev)
@@ -86,7 +86,7 @@ class RolloutStorage:
         dones: torch.Tensor,
         oracle_actions: torch.Tensor | None = None,
         oracle_bearings: torch.Tensor | None = None,
-        depth_targets: torch.Tensor | None = None,
+        head_targets: dict[str, torch.Tensor] | None = None,
     ) -> None:
         t = self.length
         self.actions[t].copy_(actions)
@@ -94,10 +94,10 @@ class RolloutStorage:
             self.oracle_actions[t].copy_(oracle_actions)
         if oracle_bearings is not None:
             self.oracle_bearings[t].copy_(oracle_bearings)
-        if depth_targets is not None:
-            if self.depth_targets is None:
-                self.depth_targets = depth_targets.new_zeros((self.num_steps, *depth_targets.shape))
-            self.depth_targets[t].copy_(depth_targets)
+        for name, target in (head_targets or {}).items():
+            if name not in self.head_targets:
+                self.head_targets[name] = target.new_zeros((self.num_steps, *target.shape))
+            self.head_targets[name][t].copy_(target)
         self.log_probs[t].copy_(log_probs)
         self.values[t].copy_(values)
         self.rewards[t].copy_(rewards)
@@ -142,7 +142,7 @@ class RolloutStorage:
                 bootstrap=self.values[length, idx],
                 oracle_actions=self.oracle_actions[:length, idx],
                 oracle_bearings=self.oracle_bearings[:length, idx],
-                depth_targets=self.depth_targets[:length, idx] if self.depth_targets is not None else None,
+                head_targets={name: v[:length, idx] for name, v in self.head_targets.items()},
             )
 
     def after_update(self, hidden: torch.Tensor) -> None:

@@ -166,6 +166,13 @@ class MapPlannerTeacher:
         actions, bearings = self.planner.plan(observations["depth"], first)
         return torch.from_numpy(actions), torch.from_numpy(bearings)
 
+    def seen_map(self, size: int, cell: float) -> torch.Tensor:
+        """[N, size * size]: the walls seen so far this episode around the agent, in its frame
+        (SeenMap.egocentric), as mapped by the last labels()."""
+        sim = self.planner.sim
+        grid = self.planner.map.egocentric(sim.pos.numpy(), sim.heading.numpy(), size, cell)
+        return torch.from_numpy(grid.reshape(len(grid), -1))
+
     def taken(self, actions: torch.Tensor) -> None:
         """Record the actions the simulator is given (the learner's or the teacher's): a forward step that
         goes nowhere marks what it hit."""

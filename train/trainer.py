@@ -45,7 +45,7 @@ from navzoo.train.distributed import (
     restart_count,
 )
 from navzoo.train.episode_window import EpisodeWindow
-from navzoo.train.imitation import DAgger, OracleTeacher, coarse_depth
+from navzoo.train.imitation import DAgger, OracleTeacher
 from navzoo.train.logger import TrainLogger, plot_learning_curve
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
@@ -306,14 +306,13 @@ class Trainer:
             observations, prev_actions, masks = storage.current()
             with torch.no_grad(), self.ppo.autocast():
                 act = self.policy.act(observations, hidden, prev_actions, masks)
-            actions, labels, bearings, depth_targets = act.action, None, None, None
+            actions, labels, bearings, head_targets = act.action, None, None, None
             t_teacher = self._sync_time()
             if self.teacher is not None:
                 actions, labels, bearings = self.teacher.drive(
                     self.sim_observations, masks, act.action, self.frames
                 )
-                if cfg.imitation.depth_weight > 0:
-                    depth_targets = coarse_depth(self.sim_observations["depth"])
+                head_targets = self.teacher.head_targets(self.sim_observations)
             t1 = self._sync_time()
             next_observations, rewards, dones, info = self.sim.step(actions)
             next_observations = self._observe(next_observations)
@@ -327,7 +326,7 @@ class Trainer:
                 dones,
                 labels,
                 bearings,
-                depth_targets,
+                head_targets,
             )
             hidden = act.hidden.float()
             episode = info.get("episode")
