@@ -142,8 +142,10 @@ class DAgger(PPO):
     ):
         """`heads`: those of an earlier stage of the same run, kept across the switch; else new ones. They
         are trained here and not part of the policy."""
-        if heads is None and max(imitation.bearing_weight, imitation.depth_weight, imitation.map_weight) > 0:
+        if heads is None:
             heads = ImitationHeads(policy.config.hidden_size, imitation)
+            if not list(heads.children()):  # every head's weight is 0
+                heads = None
         super().__init__(policy, config, lr, device, distributed, heads)
         self.imitation = imitation
 
