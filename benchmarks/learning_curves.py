@@ -60,7 +60,11 @@ def main() -> None:
 
 def evaluate_checkpoint(path: Path, episodes: int, num_envs: int) -> dict:
     state = load_checkpoint(path)
-    config = TrainConfig.from_dict(state["config"])
+    # Only the architecture matters here: a run trained on CUDA is evaluated on this machine's CPU.
+    trained = state["config"]
+    config = TrainConfig.from_dict(
+        {**trained, "device": "cpu", "sim": {**trained["sim"], "device": "cpu", "compile": False}}
+    )
     policy = build_policy(config.policy_config())
     policy.load_state_dict(state["model"])
     sim = BatchSim(SimConfig(split="val", num_envs=num_envs, **sim_settings(policy.config)))
