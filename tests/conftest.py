@@ -220,9 +220,14 @@ def hub_transport(handler):
 
 
 @pytest.fixture
-def fake_hub(monkeypatch):
-    """huggingface_hub talking to a FakeHub instead of the network."""
+def fake_hub(monkeypatch, tmp_path):
+    """huggingface_hub talking to a FakeHub instead of the network, with a cache of its own: every commit
+    of the fake has the same hash, so a snapshot another run left in a shared cache would be served as
+    this test's."""
     hub = FakeHub()
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    cache = str(tmp_path / "fake-hub-cache")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", cache)  # read when a download is made
+    monkeypatch.setenv("HF_HUB_CACHE", cache)  # and by any subprocess
     with hub_transport(hub):
         yield hub

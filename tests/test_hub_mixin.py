@@ -79,7 +79,6 @@ def test_from_pretrained_builds_the_class_the_config_names(tmp_path):
 
 
 def test_push_to_hub_then_from_pretrained_round_trip(policy, fake_hub, tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     url = policy.push_to_hub(REPO, token=TOKEN, commit_message="first", private=True)
     assert REPO in str(url)
     assert fake_hub.repos[REPO]["private"] is True
@@ -101,7 +100,6 @@ def test_push_to_hub_then_from_pretrained_round_trip(policy, fake_hub, tmp_path,
 
 
 def test_a_second_push_keeps_what_a_person_wrote_on_the_card(policy, fake_hub, tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     policy.push_to_hub(REPO, token=TOKEN)
     files = fake_hub.repos[REPO]["files"]["main"]
     # Someone edits the card on the Hub: a note above the generated block, a section below it, a tag.
@@ -122,7 +120,6 @@ def test_a_second_push_keeps_what_a_person_wrote_on_the_card(policy, fake_hub, t
 def test_create_model_reads_a_hub_repository_with_or_without_its_weights(
     policy, fake_hub, tmp_path, monkeypatch
 ):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     policy.push_to_hub(REPO, token=TOKEN)
     loaded = navzoo.create_model(f"hf-hub:{REPO}", pretrained=True)
@@ -153,7 +150,6 @@ def test_saving_the_same_policy_twice_gives_the_same_bytes(policy, tmp_path):
 
 
 def test_save_pretrained_can_push_as_the_mixin_does(policy, fake_hub, tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))  # the push reads the repository's card
     policy.save_pretrained(tmp_path / "agent", push_to_hub=True, repo_id=REPO, token=TOKEN)
     assert (tmp_path / "agent" / WEIGHTS_NAME).read_bytes() == fake_hub.repos[REPO]["files"]["main"][
         WEIGHTS_NAME

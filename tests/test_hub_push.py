@@ -154,7 +154,6 @@ def test_push_uploads_every_file_in_one_commit(repo_folder, fake_hub):
 
 
 def test_a_repush_keeps_what_a_person_added_to_the_card(repo_folder, fake_hub, tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     upload(repo_folder, REPO, token=TOKEN)
     first = ModelCard(fake_hub.repos[REPO]["files"]["main"]["README.md"].decode())
     assert first.text.lstrip().startswith(BEGIN) and f"# {REPO}" in first.text  # titled by the repository
