@@ -129,7 +129,9 @@ class MapPlannerAgent(BaselineAgent):
             raise ConfigError(
                 "sensors", sim.config.sensors, "a list with 'depth': the map-planner maps what depth shows"
             )
-        self.map = SeenMap(sim)
+        # With the seen_map sensor the simulator keeps this map itself, mapping each step as it goes.
+        self.shares_map = sim.seen_map is not None
+        self.map = sim.seen_map.map if self.shares_map else SeenMap(sim)
 
     def act(self, obs, first):
         actions, _ = self.plan(obs["depth"], first)
@@ -143,9 +145,10 @@ class MapPlannerAgent(BaselineAgent):
         sim = self.sim
         pos, heading, goal = sim.pos.numpy(), sim.heading.numpy(), sim.goal.numpy()
         started = first.numpy()
-        self.map.reset(np.flatnonzero(started))
-        self.map.observe(depth[..., 0].numpy(), pos, heading)
-        self.map.bump(pos, heading)
+        if not self.shares_map:
+            self.map.reset(np.flatnonzero(started))
+            self.map.observe(depth[..., 0].numpy(), pos, heading)
+            self.map.bump(pos, heading)
         # A plan serves on while the agent stays well inside what it settled, and, once the map has grown,
         # while the way from the best look-ahead point is still open (walls only lengthen ways).
         must = started | self.map.stale(pos)

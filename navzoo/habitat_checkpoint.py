@@ -20,6 +20,7 @@ from navzoo.model_registry import ModelEntry, entries, model_entry
 from navzoo.models import GOAL_SENSOR, ModelMetadata, PointNavPolicy, PolicyConfig
 from navzoo.models.resnet import SPECS
 from navzoo.models.weights import check_state_dict, save_pretrained
+from navzoo.names import SEEN_MAP
 from navzoo.torch_files import load_weights_only
 
 PREFIX = "actor_critic."
@@ -175,6 +176,11 @@ def policy_to_habitat_state_dict(policy: PointNavPolicy) -> dict[str, torch.Tens
         raise NavzooError(
             f"backbone {policy.config.backbone!r} has no habitat-baselines counterpart; only "
             f"{', '.join(SPECS)} and blind policies can be exported"
+        )
+    if policy.config.has_seen_map:
+        raise NavzooError(
+            f"the policy reads the {SEEN_MAP} sensor, which habitat-baselines' PointNavResNetPolicy has no "
+            "input for; only policies of cameras and GPS+Compass can be exported"
         )
     return {PREFIX + k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
 

@@ -8,7 +8,12 @@ parsers (choices and help) without importing torch. The modules that define them
 TASKS = ("pointnav", "flee", "explore")
 GYM_IDS = {"pointnav": "PointNav", "flee": "Flee", "explore": "Explore"}  # gymnasium's navzoo/<id>-v0
 SPLITS = ("train", "val", "test")
-SENSORS = ("depth", "rgb")
+SENSORS = ("depth", "rgb", "seen_map")
+CAMERAS = ("depth", "rgb")  # the sensors rendered as images
+# The egocentric map of what the agent has seen and where it has been (navzoo.sim.map_sensor), built from
+# its depth images and pose.
+SEEN_MAP = "seen_map"
+SEEN_MAP_CHANNELS = 2  # seen walls, visited cells
 SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")
 RENDERERS = ("auto", "numba", "torch")
 # Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.

@@ -15,6 +15,7 @@ import torch
 from navzoo.draws import keyed_uniform
 from navzoo.errors import ConfigError
 from navzoo.models import NavigationPolicy, PolicyArchitecture
+from navzoo.names import SEEN_MAP
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
 
@@ -100,10 +101,18 @@ def _eval_mode(module: torch.nn.Module):
 
 
 def sim_settings(config: PolicyArchitecture) -> dict:
-    """The SimConfig fields a policy fixes: the cameras it reads and, unless it is blind, their size."""
+    """The SimConfig fields a policy fixes: the cameras it reads and, unless it is blind, their size, and
+    the seen_map sensor's size where it reads that."""
     if config.is_blind:
         return {"sensors": ()}
-    return {"sensors": config.visual_sensors, "resolution": tuple(config.resolution)}
+    settings = {"sensors": config.visual_sensors, "resolution": tuple(config.resolution)}
+    if SEEN_MAP in config.sensors:
+        settings.update(_seen_map_settings(config), sensors=(*config.visual_sensors, SEEN_MAP))
+    return settings
+
+
+def _seen_map_settings(config: PolicyArchitecture) -> dict:
+    return {"seen_map_size": config.seen_map_size, "seen_map_cell": config.seen_map_cell}
 
 
 def check_sim_config(
@@ -119,9 +128,10 @@ def check_sim_config(
             f"{task!r}: {label} is a {name} policy; evaluate it on task {task!r}, or leave the task unset "
             "and name this model first",
         )
-    missing = [s for s in config.visual_sensors if s not in sim_config.sensors]
+    rendered = sim_settings(config).get("sensors", ())
+    missing = [s for s in rendered if s not in sim_config.sensors]
     if missing:
-        wanted = " ".join(config.visual_sensors)
+        wanted = " ".join(rendered)
         raise ConfigError(
             "sensors",
             sim_config.sensors,
@@ -136,3 +146,9 @@ def check_sim_config(
             f"({h}, {w}): {label} expects {' '.join(config.visual_sensors)} images of {h}x{w}; give that "
             "resolution, or leave the resolution unset to use the model's own",
         )
+    if SEEN_MAP in config.sensors:
+        for name, value in _seen_map_settings(config).items():
+            if getattr(sim_config, name) != value:
+                raise ConfigError(
+                    name, getattr(sim_config, name), f"{value}: {label} reads a {SEEN_MAP} of that"
+                )

@@ -27,6 +27,7 @@ import torch
 
 from navzoo import __version__
 from navzoo.errors import ConfigError, ReplayError
+from navzoo.names import CAMERAS
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode
@@ -267,7 +268,10 @@ def render_replay(replay: Replay, steps=None, device: str = "cpu") -> dict[str, 
         if not 0 <= step <= replay.num_steps:
             raise ConfigError("step", step, f"0 .. {replay.num_steps} (the replay's poses)")
     batch = min(len(steps), RENDER_BATCH)
-    sim = BatchSim(replay.sim_config.replace(num_envs=batch, device=device), episodes=[replay.episode])
+    # The cameras alone: a seen_map is a memory of the steps before, which a pose set by hand does not have.
+    cameras = tuple(s for s in replay.sim_config.sensors if s in CAMERAS)
+    config = replay.sim_config.replace(num_envs=batch, device=device, sensors=cameras)
+    sim = BatchSim(config, episodes=[replay.episode])
     try:
         sim.reset()  # every environment starts the replay's episode: its scene, goal and distance field
         positions = torch.as_tensor(replay.positions, device=sim.device)

@@ -15,14 +15,17 @@ corners (on two lines at once) are left alone, so seen cells are never wrong.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from numba import njit
 
 from navzoo.sim import kernels
-from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.navgrid import EDGES, NAV_SUBDIVISION
+
+if TYPE_CHECKING:  # the simulator's seen_map sensor keeps a SeenMap, so this module cannot import it
+    from navzoo.sim.batch_sim import BatchSim
 
 FACE_TOLERANCE = 0.002  # metres: how near a grid line a point must be, and pixel rows apart on one face
 FLOOR_CLEARANCE = 0.02  # metres: points below this height are floor
@@ -109,6 +112,7 @@ class SeenMap:
             rows, cols = self.sim.pool.assets[int(self.sim.slot[i])].scene.shape
             self.solid[i] = 1.0
             self.solid[i, :rows, :cols] = 0.0
+            self._last_pos[i] = self.sim.pos[i].numpy()
             self._last_forward[i] = False
             self._derive(i)
 
@@ -191,6 +195,7 @@ class SeenMap:
                 _make_solid(self.solid, self.passable, i, row, col, *self._geometry())
                 grew[i] = True
         self._last_pos[:] = pos
+        self._last_forward[:] = False  # each recorded step is judged once, whoever calls bump()
         self.grown |= grew
         return grew
 
@@ -198,28 +203,14 @@ class SeenMap:
         """Which environments [N] were just sent forward, for the next bump()."""
         self._last_forward[:] = forward
 
-    def egocentric(self, pos: np.ndarray, heading: np.ndarray, size: int, cell: float) -> np.ndarray:
+    def egocentric(
+        self, pos: np.ndarray, heading: np.ndarray, size: int, cell: float, envs: np.ndarray | None = None
+    ) -> np.ndarray:
         """[N, size, size]: 1 where a `cell`-metre square of a grid centred on each agent at `pos` [N, 2]
         holds a seen solid cell (or lies outside the atlas), 0 elsewhere, in the agent's frame at `heading`
-        [N]: row 0 is the farthest ahead, column 0 the farthest to the left. Each square is sampled at the
-        centres of its quarters, so a wall cell a square only grazes may be missed."""
-        samples = 2 * size
-        offsets = (np.arange(samples, dtype=np.float32) - samples / 2 + 0.5) * (cell / 2)
-        ahead = offsets[::-1, None]  # [S, 1], row 0 farthest ahead
-        right = offsets[None, :]  # [1, S]
-        cos = np.cos(heading).astype(np.float32)[:, None, None]
-        sin = np.sin(heading).astype(np.float32)[:, None, None]
-        # Forward is (cos, sin); angles grow to the left, so the right is (sin, -cos).
-        x = pos[:, 0, None, None] + ahead * cos + right * sin
-        y = pos[:, 1, None, None] + ahead * sin - right * cos
-        rows = np.floor(y / self.cell_size).astype(np.int64)
-        cols = np.floor(x / self.cell_size).astype(np.int64)
-        n, map_rows, map_cols = self.solid.shape
-        inside = (rows >= 0) & (rows < map_rows) & (cols >= 0) & (cols < map_cols)
-        envs = np.arange(n)[:, None, None]
-        seen = self.solid[envs, rows.clip(0, map_rows - 1), cols.clip(0, map_cols - 1)] > 0
-        solid = np.where(inside, seen, True)
-        return solid.reshape(n, size, 2, size, 2).any((2, 4)).astype(np.float32)
+        [N] (egocentric_grid); `envs` [N] names the maps (all of them by default)."""
+        envs = np.arange(len(self.solid)) if envs is None else envs
+        return egocentric_grid(self.solid > 0, envs, pos, heading, size, cell, float(self.cell_size), True)
 
     def planned_distance(self, pos: np.ndarray) -> np.ndarray:
         """Each field's value [N] at the navigation cell of `pos` [N, 2]."""
@@ -267,6 +258,51 @@ class SeenMap:
                 self._queue_keys,
                 self._queue_nodes,
             )
+
+
+def egocentric_grid(
+    grid: np.ndarray,
+    envs: np.ndarray,
+    pos: np.ndarray,
+    heading: np.ndarray,
+    size: int,
+    cell: float,
+    grid_cell: float,
+    outside: bool,
+) -> np.ndarray:
+    """[len(envs), size, size] float32: 1 where a `cell`-metre square of a grid centred on the agent of each
+    of `envs` at `pos` [M, 2] holds a true cell of its bool map `grid[env]` (cells of `grid_cell` metres),
+    and where it lies outside the map if `outside`; in the agent's frame at `heading` [M]: row 0 is the
+    farthest ahead, column 0 the farthest to the left. Each square is sampled at the centres of its
+    quarters, so a cell a square only grazes may be missed."""
+    samples = 2 * size
+    offsets = (np.arange(samples, dtype=np.float32) - samples / 2 + 0.5) * (cell / 2)
+    out = np.zeros((len(envs), size, size), np.float32)
+    cos, sin = np.cos(heading).astype(np.float32), np.sin(heading).astype(np.float32)
+    _egocentric(grid, envs, pos, cos, sin, offsets, np.float32(grid_cell), outside, out)
+    return out
+
+
+@njit(cache=True)
+def _egocentric(grid, envs, pos, cos, sin, offsets, grid_cell, outside, out):
+    """egocentric_grid's sampling, in float32 throughout: `offsets` [S] are the samples' distances from
+    the agent along each axis, row 0 of `out` the farthest ahead."""
+    samples = offsets.shape[0]
+    map_rows, map_cols = grid.shape[1], grid.shape[2]
+    for i in range(envs.shape[0]):
+        env = envs[i]
+        for a in range(samples):
+            ahead = offsets[samples - 1 - a]
+            # Forward is (cos, sin); angles grow to the left, so the right is (sin, -cos).
+            x_row, y_row = pos[i, 0] + ahead * cos[i], pos[i, 1] + ahead * sin[i]
+            for b in range(samples):
+                if out[i, a // 2, b // 2] > 0:
+                    continue
+                row = math.floor((y_row - offsets[b] * cos[i]) / grid_cell)
+                col = math.floor((x_row + offsets[b] * sin[i]) / grid_cell)
+                inside = 0 <= row < map_rows and 0 <= col < map_cols
+                if grid[env, row, col] if inside else outside:
+                    out[i, a // 2, b // 2] = 1.0
 
 
 def _cell_behind(x, y, cos_a, sin_a, cell_size):

@@ -59,8 +59,14 @@ def _round_trip(state: dict) -> dict:
 
 @pytest.mark.parametrize(
     "config",
-    [SMALL, SMALL.replace(split="val"), SMALL.replace(task="flee"), SMALL.replace(task="explore")],
-    ids=["pointnav-train", "pointnav-val", "flee-train", "explore-train"],
+    [
+        SMALL,
+        SMALL.replace(split="val"),
+        SMALL.replace(task="flee"),
+        SMALL.replace(task="explore"),
+        SMALL.replace(sensors=("depth", "seen_map"), seen_map_size=8),
+    ],
+    ids=["pointnav-train", "pointnav-val", "flee-train", "explore-train", "pointnav-seen-map"],
 )
 def test_resumed_simulator_continues_bit_identically(config):
     generator = torch.Generator().manual_seed(0)

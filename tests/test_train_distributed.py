@@ -388,6 +388,25 @@ def test_imitation_of_the_map_planner_resumes_exactly(tmp_path):
     assert config["architecture"]["sensors"] == ["rgb", "pointgoal_with_gps_compass"]
 
 
+def test_a_learner_reading_the_seen_map_resumes_exactly(tmp_path):
+    """The seen_map sensor's maps and visited cells travel in the simulator's checkpoint, and the
+    map-planner teacher plans on the same maps."""
+    extra = (
+        "algorithm=dagger",
+        "imitation.teacher=map-planner",
+        f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
+        "model=pointnav-simple-cnn",
+        "sim.sensors=[depth,seen_map]",
+        "sim.seen_map_size=16",
+        "sim.resolution=[64,64]",
+    )
+    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
+    assert _newest(tmp_path / "one_go")["workers"][0]["sim"]["seen_map"]["visited"].any()
+    config = json.loads((tmp_path / "one_go" / "config.json").read_text())
+    assert config["architecture"]["sensors"] == ["depth", "seen_map", "pointgoal_with_gps_compass"]
+    assert (config["architecture"]["seen_map_size"], config["architecture"]["seen_map_cell"]) == (16, 0.5)
+
+
 @pytest.mark.parametrize("second", ["ppo", "dagger"])
 def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
     """finetune.from_frames hands the run from imitation to its second stage with a fresh optimiser: DD-PPO

@@ -24,6 +24,7 @@ import yaml
 from navzoo.config_base import Config, check_keys
 from navzoo.errors import ConfigError
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
+from navzoo.names import SEEN_MAP
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
 from navzoo.train.config_options import preset_names, presets_folder
@@ -344,6 +345,8 @@ class TrainConfig(Config):
                 "resolution": tuple(self.sim.resolution),
                 "normalize_visual_inputs": None,
             }
+            if SEEN_MAP in sensors:
+                changes.update(seen_map_size=self.sim.seen_map_size, seen_map_cell=self.sim.seen_map_cell)
         changes.update(self.policy)
         try:
             return base.replace(**changes)

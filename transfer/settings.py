@@ -22,6 +22,7 @@ from navzoo.models import (
     PointNavPolicy,
 )
 from navzoo.models.policy import CriticHead
+from navzoo.names import SEEN_MAP
 from navzoo.tasks import PointGoal
 from navzoo.transfer.imagenet import load_imagenet_backbone
 from navzoo.transfer.setting_names import SETTINGS, Setting, setting_id
@@ -48,6 +49,15 @@ def check_base(base: ActorCritic, source: str, setting: str | None = None) -> Po
             source,
             f"a PointGoal policy with a camera ({why}, and the blind base has none), e.g. "
             "navzoo-pointnav-depth or navzoo-pointnav-rgb",
+        )
+    if base.config.has_seen_map:
+        # DD-PPO's transfer settings are defined for an encoder of cameras feeding a recurrent core.
+        raise ConfigError(
+            "--from",
+            source,
+            f"a PointGoal policy of cameras and GPS+Compass (this one also reads the {SEEN_MAP} sensor, "
+            "which the transfer settings do not carry over), e.g. navzoo-pointnav-depth or "
+            "navzoo-pointnav-rgb",
         )
     return base
 

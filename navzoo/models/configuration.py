@@ -9,6 +9,7 @@ from typing import Any
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError
 from navzoo.models.metadata import ModelMetadata
+from navzoo.names import SEEN_MAP
 from navzoo.tasks import GOAL_SENSOR
 from navzoo.typed_config import check_field_types
 
@@ -16,7 +17,7 @@ from navzoo.typed_config import check_field_types
 # observation space from a plain dict, which gym sorts by key, so depth comes before rgb.
 VISUAL_SENSORS = ("depth", "rgb")
 SENSOR_CHANNELS = {"depth": 1, "rgb": 3}
-SENSORS = (*VISUAL_SENSORS, GOAL_SENSOR)
+SENSORS = (*VISUAL_SENSORS, SEEN_MAP, GOAL_SENSOR)
 
 # Backbones of habitat-baselines' rl/ddppo/policy/resnet.py (spelled as there, so configs read the same).
 HABITAT_BACKBONES = ("resnet18", "resnet50", "resneXt50", "se_resnet50", "se_resneXt50", "se_resneXt101")
@@ -28,6 +29,7 @@ RNN_TYPES = ("LSTM", "GRU")
 # model of terabytes is built. Each is far past any published navigation policy.
 MAX_SIZES = {"hidden_size": 16384, "num_recurrent_layers": 16, "num_actions": 64, "base_planes": 1024}
 MAX_RESOLUTION = 4096
+MAP_DOWNSCALE = 8  # the seen_map encoder halves the map three times (navzoo.models.map_encoder)
 
 
 def backbone_family(backbone: str | None) -> str:
@@ -76,6 +78,10 @@ class PolicyConfig(Config):
     # A fixed (rho, phi) fed to the goal embedding in place of the GPS+Compass sensor: how a PointGoal
     # policy is fine-tuned for tasks without a goal (DD-PPO section 6, footnote 7).
     dummy_goal: tuple[float, float] | None = None
+    # The seen_map sensor's squares per side and their size in metres (SimConfig's fields), when the policy
+    # reads it; None otherwise.
+    seen_map_size: int | None = None
+    seen_map_cell: float | None = None
     # Name, task and provenance: they change no parameter, so equal architectures compare equal without them.
     metadata: ModelMetadata = field(default_factory=ModelMetadata, compare=False, repr=False)
 
@@ -102,6 +108,11 @@ class PolicyConfig(Config):
     @property
     def in_channels(self) -> int:
         return sum(SENSOR_CHANNELS[s] for s in self.visual_sensors)
+
+    @property
+    def has_seen_map(self) -> bool:
+        """Whether the policy reads the seen_map sensor (navzoo.sim.map_sensor)."""
+        return SEEN_MAP in self.sensors
 
     @property
     def is_blind(self) -> bool:
@@ -141,6 +152,7 @@ class PolicyConfig(Config):
             )
         if not self.visual_sensors and not self.has_goal_embedding:
             raise ConfigError("sensors", self.sensors, f"a visual sensor or {GOAL_SENSOR} (or a dummy_goal)")
+        self._validate_seen_map()
         if self.dummy_goal is not None and self.has_goal:
             raise ConfigError("dummy_goal", self.dummy_goal, f"None when {GOAL_SENSOR} is among the sensors")
         if self.is_blind:
@@ -165,6 +177,26 @@ class PolicyConfig(Config):
             raise ConfigError("rnn_type", self.rnn_type, RNN_TYPES)
         if self.timm_pretrained and self.family != "timm":
             raise ConfigError("timm_pretrained", True, "False unless the backbone is 'timm:<name>'")
+
+    def _validate_seen_map(self) -> None:
+        if not self.has_seen_map:
+            for name in ("seen_map_size", "seen_map_cell"):
+                if getattr(self, name) is not None:
+                    raise ConfigError(
+                        name, getattr(self, name), f"None unless {SEEN_MAP} is among the sensors"
+                    )
+            return
+        if "depth" not in self.sensors:
+            raise ConfigError(
+                "sensors", self.sensors, f"depth as well: {SEEN_MAP} is a map of what depth shows"
+            )
+        size = self.seen_map_size
+        if size is None or size % MAP_DOWNSCALE or not MAP_DOWNSCALE <= size <= MAX_RESOLUTION:
+            raise ConfigError(
+                "seen_map_size", size, f"a multiple of {MAP_DOWNSCALE} (the map encoder's stride)"
+            )
+        if self.seen_map_cell is None or self.seen_map_cell <= 0:
+            raise ConfigError("seen_map_cell", self.seen_map_cell, "the size of the map's squares in metres")
 
     @classmethod
     def from_dict(cls, data: Any, block: str = "architecture") -> PolicyConfig:

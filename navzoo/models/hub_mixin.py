@@ -28,6 +28,7 @@ from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError
 from navzoo.models import weights
 from navzoo.models.metadata import ModelMetadata
+from navzoo.names import SEEN_MAP
 
 # A module reference, not its names: importing hf_hub first initialises navzoo.models (hf_hub reads the
 # weight format's file names), which imports this module while hf_hub is still half-loaded.
@@ -130,6 +131,9 @@ class PolicyHubMixin(
     def generate_model_card(self, *args, **kwargs) -> ModelCard:
         config = self.config
         sensors = ", ".join(config.visual_sensors) or "no camera"
+        if SEEN_MAP in config.sensors:
+            size, cell = config.seen_map_size, config.seen_map_cell
+            sensors += f", {SEEN_MAP} ({size}x{size} squares of {cell:g} m)"
         architecture = (
             f"{config.backbone or 'blind'} encoder, {config.rnn_type} of {config.hidden_size}, {sensors}"
         )

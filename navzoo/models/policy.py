@@ -2,16 +2,17 @@
 
     net.visual_encoder   observations -> feature map (navzoo.models.encoder)
     net.visual_fc        Flatten, Linear(C*h*w, hidden), ReLU
+    net.map_encoder      the seen_map sensor's CNN (navzoo.models.map_encoder), only where it is read
     net.tgt_embeding     Linear(3, 32) on [rho, cos(-phi), sin(-phi)]   (habitat's spelling)
     net.prev_action_embedding   Embedding(num_actions + 1, 32), index 0 = start of an episode
     net.state_encoder    LSTM/GRU over [visual, goal, previous action]
     action_distribution.linear, critic.fc   heads on the recurrent output
 
 Conventions (one step, N environments): observations are the simulator's dict ("depth" [N,H,W,1] float,
-"rgb" [N,H,W,3] uint8, "pointgoal_with_gps_compass" [N,2] float), `hidden` is [N, R, hidden_size]
-(`initial_state`), `prev_actions` [N] integer, `masks` [N] bool with False where an episode has just
-started (the state is reset and the previous action becomes the start token). Sequences for PPO add a
-leading time axis: [T, N, ...].
+"rgb" [N,H,W,3] uint8, "seen_map" [N,S,S,2] float, "pointgoal_with_gps_compass" [N,2] float), `hidden`
+is [N, R, hidden_size] (`initial_state`), `prev_actions` [N] integer, `masks` [N] bool with False where an
+episode has just started (the state is reset and the previous action becomes the start token). Sequences
+for PPO add a leading time axis: [T, N, ...].
 
 `ActorCritic` holds what every navzoo policy shares on top of its forward(): acting, evaluating actions
 for PPO, the initial state and input checks; navzoo.models.neural_controller builds on it too. Both
@@ -30,7 +31,10 @@ from navzoo.errors import ObservationError
 from navzoo.models.configuration import GOAL_SENSOR, SENSOR_CHANNELS, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
 from navzoo.models.hub_mixin import PolicyHubMixin
+from navzoo.models.map_encoder import EMBEDDING_SIZE as MAP_EMBEDDING_SIZE
+from navzoo.models.map_encoder import SeenMapEncoder
 from navzoo.models.state_encoder import RNNStateEncoder
+from navzoo.names import SEEN_MAP, SEEN_MAP_CHANNELS
 
 # Precomputed output of the visual encoder may be passed under this key instead of images (habitat's name).
 VISUAL_FEATURES_KEY = "visual_features"
@@ -103,6 +107,10 @@ class PointNavNet(nn.Module):
                 nn.Flatten(), nn.Linear(self.visual_encoder.output_size, config.hidden_size), nn.ReLU(True)
             )
             rnn_input += config.hidden_size
+        self.map_encoder = None
+        if config.has_seen_map:
+            self.map_encoder = SeenMapEncoder(config.seen_map_size)
+            rnn_input += MAP_EMBEDDING_SIZE
         if config.has_goal_embedding:
             self.tgt_embeding = nn.Linear(3, 32)
             rnn_input += 32
@@ -132,6 +140,8 @@ class PointNavNet(nn.Module):
                 visual = self.visual_encoder(observations)
             embedding = self.visual_fc(visual)
             inputs.append(embedding)
+        if self.map_encoder is not None:
+            inputs.append(self.map_encoder(observations[SEEN_MAP]))
         if self.tgt_embeding is not None:
             inputs.append(self.tgt_embeding(self._goal_vector(observations, masks.numel())))
         start = torch.zeros_like(prev_actions)
@@ -337,6 +347,10 @@ class PointNavPolicy(ActorCritic):
             _check(observations, GOAL_SENSOR, (*lead, 2), "a float tensor of (rho, phi)", floating=True)
         if self.visual_encoder is not None and VISUAL_FEATURES_KEY not in observations:
             self._check_visual(observations, lead)
+        if self.config.has_seen_map:
+            size = self.config.seen_map_size
+            shape = (*lead, size, size, SEEN_MAP_CHANNELS)
+            _check(observations, SEEN_MAP, shape, "a float map of 0s and 1s", floating=True)
 
     def _check_visual(self, observations: dict[str, torch.Tensor], lead: tuple[int, ...]) -> None:
         h, w = self.config.resolution

@@ -15,12 +15,15 @@ bit-identically.
 
 import math
 
+import numpy as np
 import torch
 
 from navzoo.errors import ConfigError, NavzooError
+from navzoo.names import CAMERAS, SEEN_MAP
 from navzoo.sim import kernels, render
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, SimConfig
 from navzoo.sim.episodes import STARTS_PER_ANCHOR, Episode, episodes_for
+from navzoo.sim.map_sensor import SeenMapSensor
 from navzoo.sim.physics import disc_free, move
 from navzoo.sim.pool import ScenePool
 from navzoo.sim.scenes import stable_seed
@@ -91,6 +94,7 @@ class BatchSim:
         self.env_seeds = torch.zeros(n, dtype=torch.long, device=dev)
         self.task = get_task(config.task)
         self.task.allocate(self)
+        self.seen_map = SeenMapSensor(self) if SEEN_MAP in config.sensors else None
         self.seed(config.seed)
 
     # --- public API ------------------------------------------------------------------------------------
@@ -114,7 +118,7 @@ class BatchSim:
         if envs is None:
             envs = torch.arange(self.num_envs, device=self.device)
         self._start_episodes(torch.as_tensor(envs, device=self.device))
-        return self.observe()
+        return self._observe(see=True)
 
     def step(self, actions: torch.Tensor, active: torch.Tensor | None = None):
         """Apply one action per environment; returns (observations, rewards, dones, info). With `active`
@@ -137,6 +141,9 @@ class BatchSim:
         self.pos, collided = self._move(
             self.pool.atlas.heights, self.pool.cell_size, self.slot, self.pos, delta, cfg.agent_radius
         )
+        if self.seen_map is not None:
+            self.seen_map.record_actions(forward.numpy())
+            self.seen_map.bump()
         collided &= forward
         self.collisions += collided.long()
         self.path_length += (self.pos - old).norm(dim=1)
@@ -156,14 +163,20 @@ class BatchSim:
             info["episode"]["heading"] = self.heading.clone()
             finished = torch.nonzero(done).squeeze(1)
             self._start_episodes(finished)
-        return self.observe(), reward, done, info
+        return self._observe(see=True), reward, done, info
 
     def observe(self, envs: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
-        """Render the sensors of all environments (or of the listed ones)."""
+        """Render the sensors of all environments (or of the listed ones). The seen_map sensor shows the
+        map as the last step left it: rendering at a pose set by hand adds nothing to it."""
+        return self._observe(envs)
+
+    def _observe(self, envs: torch.Tensor | None = None, see: bool = False) -> dict[str, torch.Tensor]:
+        """observe(); with `see`, the seen_map sensor first maps the depth images (all environments)."""
         cfg = self.config
         idx = slice(None) if envs is None else envs
+        cameras = tuple(s for s in cfg.sensors if s in CAMERAS)
         obs = {}
-        if cfg.sensors:
+        if cameras:
             obs = render.observe(
                 self.pool.atlas,
                 self.camera,
@@ -173,10 +186,15 @@ class BatchSim:
                 self.heading[idx],
                 cfg.sensor_height,
                 (cfg.min_depth, cfg.max_depth),
-                cfg.sensors,
+                cameras,
                 compiled=cfg.compile,
                 tensor_kernels=cfg.renderer == "torch",
             )
+        if self.seen_map is not None:
+            if see:
+                self.seen_map.see(obs["depth"])
+            listed = np.arange(self.num_envs) if envs is None else torch.as_tensor(envs).numpy()
+            obs[SEEN_MAP] = self.seen_map.observation(listed)
         obs.update(self.task.observations(self, idx))
         return obs
 
@@ -193,11 +211,14 @@ class BatchSim:
         """Everything `step` and `observe` depend on: CPU copies of the per-environment tensors, the scene
         pool's state, and the config fields it must be loaded back under. Only tensors, ints, strings and
         lists, so it goes through ``torch.save`` and ``torch.load(weights_only=True)``."""
-        return {
+        state = {
             "config": {name: _plain(getattr(self.config, name)) for name in _STATE_CONFIG},
             "tensors": {name: getattr(self, name).to("cpu", copy=True) for name in self._state_tensors()},
             "pool": self.pool.state_dict(),
         }
+        if self.seen_map is not None:
+            state[SEEN_MAP] = self.seen_map.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from `state_dict()`; NavzooError if it was written under a different sim config."""
@@ -221,10 +242,17 @@ class BatchSim:
                     f"checkpoint tensor {name!r} is {tuple(saved.shape)} {saved.dtype}, this simulator "
                     f"expects {tuple(mine.shape)} {mine.dtype}; resume with the same sim config"
                 )
+        if (SEEN_MAP in state) != (self.seen_map is not None):
+            raise NavzooError(
+                f"checkpoint was written {'with' if SEEN_MAP in state else 'without'} the {SEEN_MAP} sensor, "
+                "this simulator has the other; resume with the same sim sensors"
+            )
         self.pool.load_state_dict(state["pool"])
         for name, saved in tensors.items():
             # A copy, so that stepping never writes into the caller's state dict.
             setattr(self, name, saved.to(self.device, copy=True))
+        if self.seen_map is not None:
+            self.seen_map.load_state_dict(state[SEEN_MAP])  # after the slots: its maps are of their scenes
 
     def _state_tensors(self) -> tuple[str, ...]:
         return _STATE_TENSORS + self.task.state_tensors
@@ -264,6 +292,8 @@ class BatchSim:
         self.episode_return[envs] = 0
         self.task.begin(self, envs)
         self.start_geodesic[envs] = self.geodesic[envs]
+        if self.seen_map is not None:
+            self.seen_map.reset(envs.numpy())
 
     def _uniform(self, envs: torch.Tensor, count: int) -> torch.Tensor:
         """Uniform [0, 1) draws [M, count] from each env's (seed, episode counter) stream."""

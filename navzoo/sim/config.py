@@ -4,13 +4,14 @@ from dataclasses import dataclass
 
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError
-from navzoo.names import ACTION_NAMES, RENDERERS, SCENE_FAMILIES, SENSORS, SPLITS, TASKS
+from navzoo.names import ACTION_NAMES, RENDERERS, SCENE_FAMILIES, SEEN_MAP, SENSORS, SPLITS, TASKS
 from navzoo.typed_config import check_field_types
 
 # Upper bounds that catch a typo before it allocates: 4096 px is past any camera navzoo trains with, and
 # a million environments is far past what one machine steps.
 MAX_RESOLUTION = 4096
 MAX_NUM_ENVS = 1 << 20
+MAX_SEEN_MAP_SIZE = 256  # squares per side of the seen_map sensor's crop
 
 # Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
@@ -45,6 +46,9 @@ class SimConfig(Config):
     min_geodesic: float = 1.0
     max_geodesic: float = 30.0
     explore_cell_size: float = 1.0
+    # The seen_map sensor (navzoo.sim.map_sensor): squares per side of its egocentric crop, and their size.
+    seen_map_size: int = 32
+    seen_map_cell: float = 0.5
     episodes_file: str | None = None
     device: str = "cpu"
     # Which kernels render and move the agents: "numba" (navzoo.sim.raycast_cpu and navzoo.sim.kernels, CPU
@@ -84,7 +88,7 @@ class SimConfig(Config):
             raise ConfigError(
                 "agent_height", self.agent_height, f"at least sensor_height={self.sensor_height}"
             )
-        for name in ("forward_step", "turn_angle", "success_distance", "explore_cell_size"):
+        for name in ("forward_step", "turn_angle", "success_distance", "explore_cell_size", "seen_map_cell"):
             if getattr(self, name) <= 0:
                 raise ConfigError(name, getattr(self, name), "a positive number")
         for name in ("max_episode_steps", "scenes_in_memory", "episodes_per_scene"):
@@ -100,8 +104,16 @@ class SimConfig(Config):
             raise ConfigError(
                 "min_geodesic", self.min_geodesic, f"metres in (0, max_geodesic={self.max_geodesic})"
             )
+        if not 1 <= self.seen_map_size <= MAX_SEEN_MAP_SIZE:
+            raise ConfigError("seen_map_size", self.seen_map_size, f"an integer in 1 .. {MAX_SEEN_MAP_SIZE}")
         _check_device(self.device)
         _one_of("renderer", self.renderer, RENDERERS)
+        if SEEN_MAP in self.sensors and "depth" not in self.sensors:
+            raise ConfigError(
+                "sensors", self.sensors, f"a list with 'depth' too: {SEEN_MAP} maps what depth shows"
+            )
+        if SEEN_MAP in self.sensors and not self.device.startswith("cpu"):
+            raise ConfigError("device", self.device, f"'cpu' for the {SEEN_MAP} sensor (numba kernels)")
         if self.renderer == "numba" and not self.device.startswith("cpu"):
             raise ConfigError("renderer", self.renderer, "'auto' or 'torch' on CUDA (numba is CPU-only)")
 

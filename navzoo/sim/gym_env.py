@@ -30,6 +30,7 @@ from gymnasium.vector.utils import batch_space
 from PIL import Image
 
 from navzoo.errors import ConfigError
+from navzoo.names import SEEN_MAP, SEEN_MAP_CHANNELS
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import ACTION_NAMES, SimConfig
 from navzoo.tasks import get_task
@@ -48,6 +49,9 @@ def observation_space(config: SimConfig) -> spaces.Dict:
         parts["depth"] = spaces.Box(0.0, 1.0, (height, width, 1), np.float32)
     if "rgb" in config.sensors:
         parts["rgb"] = spaces.Box(0, 255, (height, width, 3), np.uint8)
+    if SEEN_MAP in config.sensors:
+        size = config.seen_map_size
+        parts[SEEN_MAP] = spaces.Box(0.0, 1.0, (size, size, SEEN_MAP_CHANNELS), np.float32)
     if get_task(config.task).has_goal:
         low = np.array([0.0, -np.pi], dtype=np.float32)
         high = np.array([np.finfo(np.float32).max, np.pi], dtype=np.float32)
