@@ -315,6 +315,17 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
     assert "done: 4 updates" in out
     events = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events if e.get("event") in ("start", "resume")] == ["start", "resume"]
+    # A run trained on CUDA resumes on a machine without it when the override says where.
+    saved = run_dir / "train_config.yaml"
+    as_trained = saved.read_text()
+    saved.write_text(as_trained.replace("device: cpu", "device: cuda"))
+    if not torch.cuda.is_available():
+        _, err = _run([*cli, "--resume", "--run-dir", str(run_dir), "--print-config"], tmp_path, expect_rc=2)
+        assert "no CUDA device" in err
+    resumed = [*cli, "--resume", "--run-dir", str(run_dir), "--print-config", "sim.device=cpu"]
+    out, _ = _run(resumed, tmp_path)
+    assert "device: cpu" in out
+    saved.write_text(as_trained)
 
     # Two DD-PPO workers: each collects its own environments, the gradients are all-reduced.
     two = tmp_path / "two"

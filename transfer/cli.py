@@ -125,13 +125,12 @@ def _options(args) -> dict:
 
 def _resume(args) -> int:
     """Continue a run with its saved configs; --frames and overrides may extend or change the training."""
-    from navzoo.train.config import TrainConfig, apply_override
     from navzoo.transfer.finetune import load_run
     from navzoo.transfer.setting_names import setting_id
 
     if args.run_dir is None:
         raise ConfigError("--run-dir", None, "the run folder to resume")
-    transfer, config = load_run(args.run_dir)
+    transfer, config = load_run(args.run_dir, config_overrides(args))  # --frames included
     given = {"task": args.task, "setting": args.setting and setting_id(args.setting), **_options(args)}
     if args.base is not None:
         given["base"] = dataclasses.replace(transfer, base=args.base).base  # folders made absolute alike
@@ -142,12 +141,6 @@ def _resume(args) -> int:
             raise ConfigError(
                 name, value, f"{saved[name]!r} as saved in the run, or leave it out with --resume"
             )
-    overrides = config_overrides(args)  # --frames included
-    if overrides:
-        data = config.to_dict()
-        for item in overrides:
-            apply_override(data, item)
-        config = TrainConfig.from_dict(data)
     if args.print_config:
         print_config({"transfer": transfer.to_dict(), "train": config.to_dict()})
         return 0

@@ -71,15 +71,17 @@ def finetune(
     return train(config, run_dir, resume=resume, spec=spec, overwrite=overwrite)
 
 
-def load_run(run_dir: str | Path) -> tuple[TransferConfig, TrainConfig]:
-    """The configs a `navzoo finetune` run folder was started with (to resume it or evaluate it)."""
+def load_run(run_dir: str | Path, overrides: list[str] = ()) -> tuple[TransferConfig, TrainConfig]:
+    """The configs a `navzoo finetune` run folder was started with (to resume it or evaluate it), with
+    `key=value` overrides applied before the training config is checked: a run trained on CUDA resumes
+    on a machine without it given sim.device=cpu."""
     from navzoo.train.config import load_config
 
     run_dir = Path(run_dir)
     transfer = TransferConfig.load(run_dir)
     if not (run_dir / CONFIG_FILE).is_file():
         raise ConfigError("run_dir", str(run_dir), f"a `navzoo finetune` run folder holding {CONFIG_FILE}")
-    return transfer, load_config(run_dir / CONFIG_FILE)
+    return transfer, load_config(run_dir / CONFIG_FILE, overrides)
 
 
 def checkpoint_policy(start: ActorCritic, path: Path) -> tuple[ActorCritic, int]:
