@@ -221,7 +221,8 @@ ALGORITHMS = {"ppo": "DD-PPO", "dagger": "imitation of the {teacher} teacher (DA
 def _stages(provenance: dict[str, Any]) -> str:
     """The training recipe stage by stage, earliest first: an imitation run fine-tuned by DD-PPO (in the same
     run, or by another started from it with init_from) reads "imitation of the map-planner teacher ... for
-    5,000,000 frames (1.4 h), then DD-PPO for 1,000,000 frames (17 min)"."""
+    5,000,000 frames (1.4 h), then DD-PPO for 1,000,000 frames (17 min)". A run that added an input to the
+    policy it started from (the seen_map) says so where it begins."""
     runs, record = [], provenance
     while record:
         config = record.get("train_config") or {}
@@ -229,13 +230,15 @@ def _stages(provenance: dict[str, Any]) -> str:
         # Records from before the teacher was a choice imitated the shortest path.
         teacher = record.get("teacher") or (config.get("imitation") or {}).get("teacher") or "shortest-path"
         stages = record.get("stages") or [{**record, "algorithm": algorithm}]
-        runs.append([(stage, teacher) for stage in stages])
+        added = (record.get("initialised_from") or {}).get("added_inputs") or []
+        runs.append([(stage, teacher, added if i == 0 else []) for i, stage in enumerate(stages)])
         record = record.get("initialised_from")
     stages = [stage for run in reversed(runs) for stage in run]
     return ", then ".join(
-        f"{ALGORITHMS.get(s['algorithm'], s['algorithm']).format(teacher=teacher)} for "
+        ("with the " + " and ".join(added) + " sensor added as an input, " if added else "")
+        + f"{ALGORITHMS.get(s['algorithm'], s['algorithm']).format(teacher=teacher)} for "
         f"{s.get('frames') or 0:,} frames ({_duration(s.get('wall_time_s') or 0)})"
-        for s, teacher in stages
+        for s, teacher, added in stages
     )
 
 

@@ -265,3 +265,12 @@ def test_card_states_the_recipe_stage_by_stage():
     assert _stages(mapped).startswith("imitation of the map-planner teacher (DAgger) for 5,000,000 frames")
     started = {**provenance, "initialised_from": {**provenance["initialised_from"], "teacher": "map-planner"}}
     assert _stages(started).startswith("imitation of the map-planner teacher (DAgger)")
+    # A run that grew the seen_map into the policy it started from says so where it begins.
+    grown = {
+        **provenance,
+        "initialised_from": {**provenance["initialised_from"], "added_inputs": ["seen_map"]},
+    }
+    assert _stages(grown) == (
+        "imitation of the shortest-path teacher (DAgger) for 5,000,000 frames (1.4 h), "
+        "then with the seen_map sensor added as an input, DD-PPO for 1,000,000 frames (17 min)"
+    )

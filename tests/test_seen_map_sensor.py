@@ -12,6 +12,7 @@ from navzoo.errors import ConfigError, NavzooError, ObservationError
 from navzoo.evaluation import evaluate, summarize
 from navzoo.habitat_checkpoint import policy_to_habitat_state_dict
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
+from navzoo.models.map_encoder import add_seen_map
 from navzoo.policy_agent import PolicyAgent, check_sim_config
 from navzoo.seen_map import egocentric_grid
 from navzoo.sim import BatchSim, SimConfig
@@ -128,6 +129,24 @@ def test_the_map_policy_saves_loads_and_says_what_it_reads(tmp_path):
         policy_to_habitat_state_dict(PointNavPolicy(MAP_POLICY.replace(backbone="resnet18")))
     with pytest.raises(ConfigError, match="transfer settings do not carry over"):
         check_base(policy, "mapped")
+
+
+def test_a_policy_without_the_map_grows_into_one_that_acts_the_same():
+    """add_seen_map: zero columns where the map enters the recurrent core, so the grown policy gives the
+    source's action distribution and value on real observations, whatever the map shows."""
+    source = PointNavPolicy(MAP_POLICY.without_seen_map()).eval()
+    grown = PointNavPolicy(MAP_POLICY).eval()
+    fresh_encoder = {k: v.clone() for k, v in grown.state_dict().items() if "map_encoder" in k}
+    grown.load_state_dict(add_seen_map(source, grown))
+    assert all(torch.equal(grown.state_dict()[k], v) for k, v in fresh_encoder.items())
+    obs = _walk(BatchSim(MAPPED), 30)
+    assert obs["seen_map"].any()
+    hidden, prev, masks = source.initial_state(4), torch.ones(4, dtype=torch.long), torch.ones(4, dtype=bool)
+    with torch.no_grad():
+        before, after = source(obs, hidden, prev, masks), grown(obs, hidden, prev, masks)
+    torch.testing.assert_close(after.distribution.logits, before.distribution.logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(after.value, before.value, atol=1e-5, rtol=0)
+    torch.testing.assert_close(after.hidden, before.hidden, atol=1e-5, rtol=0)
 
 
 def test_gymnasium_declares_the_map_in_its_observation_space():

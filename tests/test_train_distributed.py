@@ -407,6 +407,41 @@ def test_a_learner_reading_the_seen_map_resumes_exactly(tmp_path):
     assert (config["architecture"]["seen_map_size"], config["architecture"]["seen_map_cell"]) == (16, 0.5)
 
 
+def test_a_run_reading_the_seen_map_starts_from_a_policy_without_it(tmp_path):
+    """init_from a model of the run's architecture without the seen_map: every weight comes from it, the
+    map's columns of the recurrent core's input start at zero, and the recipe says the input was added."""
+    mapped = [
+        *TINY,
+        "model=pointnav-simple-cnn",
+        "sim.sensors=[depth,seen_map]",
+        "sim.seen_map_size=16",
+        "sim.resolution=[64,64]",
+        f"total_frames={FRAMES_PER_UPDATE}",
+    ]
+    without = load_config(PRESET, mapped).policy_config().without_seen_map()
+    source = tmp_path / "source"
+    save_pretrained(navzoo.models.PointNavPolicy(without), source)
+    at_start = {}
+
+    class Remember(TrainerCallback):
+        def on_train_start(self, trainer):
+            at_start.update({k: v.clone() for k, v in trainer.policy.state_dict().items()})
+
+    run_dir = tmp_path / "run"
+    train(load_config(PRESET, [*mapped, f"init_from={source}"]), run_dir, callbacks=[Remember()])
+
+    before = load_file(source / "model.safetensors")
+    inputs = "net.state_encoder.rnn.weight_ih_l0"
+    assert all(torch.equal(at_start[k], v) for k, v in before.items() if k != inputs)
+    grown, columns = at_start[inputs], slice(32, 32 + 256)  # after the camera's 32-wide embedding
+    assert torch.equal(grown[:, :32], before[inputs][:, :32])
+    assert torch.equal(grown[:, columns.stop :], before[inputs][:, 32:])
+    assert not grown[:, columns].any()
+    assert {k for k in at_start.keys() - before.keys()} == {k for k in at_start if "map_encoder" in k}
+    recipe = json.loads((run_dir / "config.json").read_text())["provenance"]["initialised_from"]
+    assert (recipe["source"], recipe["added_inputs"]) == (str(source), ["seen_map"])
+
+
 @pytest.mark.parametrize("second", ["ppo", "dagger"])
 def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
     """finetune.from_frames hands the run from imitation to its second stage with a fresh optimiser: DD-PPO

@@ -30,7 +30,9 @@ import yaml
 from navzoo.destination import check_destination
 from navzoo.errors import ConfigError
 from navzoo.models import VISUAL_FEATURES_KEY, ActorCritic, ModelMetadata, PointNavPolicy
+from navzoo.models.map_encoder import add_seen_map
 from navzoo.models.weights import save_pretrained
+from navzoo.names import SEEN_MAP
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
@@ -506,20 +508,24 @@ class Trainer:
         ckpt.set_rng_state(mine["rng"], self.device)
 
     def _initialise_from(self, source: str) -> None:
-        """Load the weights of `source` (TrainConfig.init_from), which must have this run's architecture."""
+        """Load the weights of `source` (TrainConfig.init_from), which must have this run's architecture, or
+        this run's without the seen_map sensor (the map's new inputs then start at zero)."""
         model = load(source)
-        if model.config != self.policy.config:
-            mine, theirs = self.policy.config.to_dict(), model.config.to_dict()
+        config = self.policy.config
+        adds_seen_map = config.has_seen_map and model.config == config.without_seen_map()
+        if model.config != config and not adds_seen_map:
+            mine, theirs = config.to_dict(), model.config.to_dict()
             changed = [
                 f"{k}: {theirs.get(k)!r} there, {v!r} here" for k, v in mine.items() if v != theirs.get(k)
             ]
             raise ConfigError(
                 "init_from",
                 source,
-                f"a model of this run's architecture; it differs in {', '.join(changed)}. Set model, policy "
-                "and sim (sensors, resolution) as that model was trained",
+                f"a model of this run's architecture (or of this run's without {SEEN_MAP}); it differs in "
+                f"{', '.join(changed)}. Set model, policy and sim (sensors, resolution) as that model was "
+                "trained",
             )
-        self.policy.load_state_dict(model.state_dict())
+        self.policy.load_state_dict(add_seen_map(model, self.policy) if adds_seen_map else model.state_dict())
         # What the weights had learnt before this run, for the model card: the recipe, stage by stage.
         before = model.provenance or {}
         config = before.get("train_config") or {}
@@ -530,6 +536,7 @@ class Trainer:
             **({"teacher": (config.get("imitation") or {}).get("teacher")} if imitated else {}),
             "frames": before.get("frames"),
             "wall_time_s": before.get("wall_time_s"),
+            **({"added_inputs": [SEEN_MAP]} if adds_seen_map else {}),
             **({"initialised_from": before["initialised_from"]} if "initialised_from" in before else {}),
         }
 

@@ -114,6 +114,12 @@ class PolicyConfig(Config):
         """Whether the policy reads the seen_map sensor (navzoo.sim.map_sensor)."""
         return SEEN_MAP in self.sensors
 
+    def without_seen_map(self) -> PolicyConfig:
+        """The same architecture without the seen_map sensor (what navzoo.models.map_encoder.add_seen_map
+        grows from)."""
+        sensors = tuple(s for s in self.sensors if s != SEEN_MAP)
+        return self.replace(sensors=sensors, seen_map_size=None, seen_map_cell=None)
+
     @property
     def is_blind(self) -> bool:
         return self.backbone is None

@@ -35,3 +35,26 @@ class SeenMapEncoder(nn.Module):
     def forward(self, seen_map: torch.Tensor) -> torch.Tensor:
         """[B, S, S, 2] maps (the sensor's layout) -> [B, EMBEDDING_SIZE]."""
         return self.net(seen_map.permute(0, 3, 1, 2))
+
+
+def add_seen_map(source: nn.Module, policy: nn.Module) -> dict[str, torch.Tensor]:
+    """The state dict of `policy`, which reads the seen_map, from `source`, the same policy without it.
+
+    Every tensor comes from `source` except the map encoder, which keeps `policy`'s initialisation, and the
+    recurrent core's input weights, which gain zero columns where the map's embedding enters (Net2Net's
+    function-preserving growth): the grown policy acts exactly as `source` did until training teaches it
+    to read the map.
+    """
+    columns = policy.net.seen_map_columns
+    target = policy.state_dict()
+    grown = {}
+    for name, tensor in source.state_dict().items():
+        if name.startswith("net.state_encoder.rnn.weight_ih_l0"):
+            weight = torch.zeros_like(target[name])
+            weight[:, : columns.start] = tensor[:, : columns.start]
+            weight[:, columns.stop :] = tensor[:, columns.start :]
+            tensor = weight
+        grown[name] = tensor
+    missing = target.keys() - grown.keys()
+    assert all(name.startswith("net.map_encoder.") for name in missing), missing
+    return grown | {name: target[name] for name in missing}

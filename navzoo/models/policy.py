@@ -108,8 +108,13 @@ class PointNavNet(nn.Module):
             )
             rnn_input += config.hidden_size
         self.map_encoder = None
+        # Where the map's embedding enters the recurrent core's input (navzoo.models.map_encoder's
+        # add_seen_map grows a policy without the map into one with it there).
+        self.seen_map_columns: slice | None = None
         if config.has_seen_map:
             self.map_encoder = SeenMapEncoder(config.seen_map_size)
+            start = 0 if config.is_blind else config.hidden_size  # forward() puts it after the camera's
+            self.seen_map_columns = slice(start, start + MAP_EMBEDDING_SIZE)
             rnn_input += MAP_EMBEDDING_SIZE
         if config.has_goal_embedding:
             self.tgt_embeding = nn.Linear(3, 32)
