@@ -14,6 +14,7 @@ CAMERAS = ("depth", "rgb")  # the sensors rendered as images
 # its depth images and pose.
 SEEN_MAP = "seen_map"
 SEEN_MAP_CHANNELS = 2  # seen walls, visited cells
+MAX_SEEN_MAP_SIZE = 256  # squares per side of the seen_map sensor's crop
 SCENE_FAMILIES = ("apartment-s", "apartment", "office", "office-l")
 RENDERERS = ("auto", "numba", "torch")
 # Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.

@@ -25,9 +25,12 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.vec_env import VecEnv
 
+from navzoo.errors import ConfigError
 from navzoo.model_registry import model_entry
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
+from navzoo.models.map_encoder import EMBEDDING_SIZE as MAP_EMBEDDING_SIZE
 from navzoo.models.policy import PointNavNet
+from navzoo.names import SEEN_MAP
 from navzoo.sim.config import SimConfig
 from navzoo.sim.gym_env import NavVectorEnv, check_reset_options
 
@@ -93,9 +96,10 @@ class NavVecEnv(VecEnv):
 
 
 class NavzooFeaturesExtractor(BaseFeaturesExtractor):
-    """navzoo's visual encoder with its visual_fc, next to the goal embedding: what PointNavNet feeds its
-    recurrent layer, for sb3's policies. The architecture is `policy_config`, by default habitat's SimpleCNN
-    on the cameras and resolution of the observation space."""
+    """navzoo's visual encoder with its visual_fc, next to the seen_map's encoder and the goal embedding:
+    what PointNavNet feeds its recurrent layer, for sb3's policies. The architecture is `policy_config`, by
+    default habitat's SimpleCNN on the cameras and resolution of the observation space (a space with a
+    seen_map needs a `policy_config` naming its cell size)."""
 
     def __init__(self, observation_space, policy_config: PolicyConfig | None = None, seed: int | None = None):
         if policy_config is None:
@@ -104,15 +108,19 @@ class NavzooFeaturesExtractor(BaseFeaturesExtractor):
             torch.manual_seed(seed)
         net = PointNavNet(policy_config)
         visual = policy_config.hidden_size if net.visual_encoder is not None else 0
+        seen_map = MAP_EMBEDDING_SIZE if net.map_encoder is not None else 0
         goal = net.tgt_embeding.out_features if GOAL_SENSOR in policy_config.sensors else 0
-        super().__init__(observation_space, features_dim=visual + goal)
+        super().__init__(observation_space, features_dim=visual + seen_map + goal)
         self.visual_encoder, self.visual_fc = net.visual_encoder, net.visual_fc
+        self.map_encoder = net.map_encoder
         self.tgt_embeding = net.tgt_embeding if goal else None
 
     def forward(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
         parts = []
         if self.visual_encoder is not None:
             parts.append(self.visual_fc(self.visual_encoder(observations)))
+        if self.map_encoder is not None:
+            parts.append(self.map_encoder(observations[SEEN_MAP]))
         if self.tgt_embeding is not None:
             rho, phi = observations[GOAL_SENSOR][:, 0], observations[GOAL_SENSOR][:, 1]
             parts.append(self.tgt_embeding(torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1)))
@@ -120,6 +128,13 @@ class NavzooFeaturesExtractor(BaseFeaturesExtractor):
 
 
 def _config_for(observation_space) -> PolicyConfig:
+    if SEEN_MAP in observation_space.spaces:
+        raise ConfigError(
+            "policy_config",
+            None,
+            f"a PolicyConfig with seen_map_size and seen_map_cell: the observation space has a {SEEN_MAP}, "
+            "whose cell size it does not say",
+        )
     sensors = tuple(key for key in ("depth", "rgb", GOAL_SENSOR) if key in observation_space.spaces)
     cameras = [
         observation_space[key].shape[:2] for key in ("depth", "rgb") if key in observation_space.spaces

@@ -12,6 +12,7 @@ from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.vec_env import VecMonitor, VecVideoRecorder
 
 from navzoo.errors import ConfigError
+from navzoo.models import GOAL_SENSOR, PolicyConfig
 from navzoo.sb3 import NavVecEnv, NavzooFeaturesExtractor
 from navzoo.sim.gym_env import NavEnv
 
@@ -80,3 +81,22 @@ def test_set_options_are_refused_at_the_next_reset_not_ignored():
         env.reset()
     env.set_options(None)  # sb3's way to clear them
     assert env.observation_space.contains({k: v[0] for k, v in env.reset().items()})
+
+
+def test_the_features_extractor_reads_the_seen_map_when_its_config_names_the_cell_size():
+    env = NavVecEnv(num_envs=2, resolution=(64, 64), sensors=("depth", "seen_map"), seen_map_size=16)
+    with pytest.raises(ConfigError, match="seen_map_size and seen_map_cell"):
+        NavzooFeaturesExtractor(env.observation_space)
+    config = PolicyConfig(
+        backbone="simple_cnn",
+        sensors=("depth", "seen_map", GOAL_SENSOR),
+        resolution=(64, 64),
+        hidden_size=64,
+        seen_map_size=16,
+        seen_map_cell=0.5,
+    )
+    extractor = NavzooFeaturesExtractor(env.observation_space, config)
+    assert extractor.features_dim == 64 + 256 + 32  # camera, map, goal
+    obs = {k: torch.as_tensor(v) for k, v in env.reset().items()}
+    assert extractor(obs).shape == (2, 64 + 256 + 32)
+    env.close()

@@ -147,6 +147,8 @@ def test_a_policy_without_the_map_grows_into_one_that_acts_the_same():
     torch.testing.assert_close(after.distribution.logits, before.distribution.logits, atol=1e-5, rtol=0)
     torch.testing.assert_close(after.value, before.value, atol=1e-5, rtol=0)
     torch.testing.assert_close(after.hidden, before.hidden, atol=1e-5, rtol=0)
+    with pytest.raises(NavzooError, match="must differ by the map's embedding alone"):
+        add_seen_map(PointNavPolicy(MAP_POLICY.without_seen_map().replace(hidden_size=32)), grown)
 
 
 def test_gymnasium_declares_the_map_in_its_observation_space():
@@ -170,3 +172,7 @@ def test_configs_name_what_the_map_needs():
         MAP_POLICY.replace(sensors=("depth", GOAL_SENSOR))
     with pytest.raises(ConfigError, match="depth as well"):
         MAP_POLICY.replace(sensors=("rgb", "seen_map", GOAL_SENSOR))
+    with pytest.raises(ConfigError, match=r"seen_map_size.*multiple of 8 .* up to 256"):
+        MAP_POLICY.replace(seen_map_size=264)
+    with pytest.raises(ConfigError, match="no seen_map for a blind policy"):
+        MAP_POLICY.replace(backbone=None, sensors=("seen_map", GOAL_SENSOR))

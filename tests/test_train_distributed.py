@@ -23,6 +23,7 @@ import torch
 from safetensors.torch import load_file
 
 import navzoo
+from navzoo.errors import ConfigError
 from navzoo.models.weights import save_pretrained
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.callbacks import TrainerCallback
@@ -440,6 +441,12 @@ def test_a_run_reading_the_seen_map_starts_from_a_policy_without_it(tmp_path):
     assert {k for k in at_start.keys() - before.keys()} == {k for k in at_start if "map_encoder" in k}
     recipe = json.loads((run_dir / "config.json").read_text())["provenance"]["initialised_from"]
     assert (recipe["source"], recipe["added_inputs"]) == (str(source), ["seen_map"])
+
+    other = tmp_path / "other"  # without the map and of another width: the error names the width alone
+    save_pretrained(navzoo.models.PointNavPolicy(without.replace(hidden_size=64)), other)
+    with pytest.raises(ConfigError, match="hidden_size: 64 there, 32 here") as refused:
+        train(load_config(PRESET, [*mapped, f"init_from={other}"]), tmp_path / "refused")
+    assert "seen_map_size" not in str(refused.value)
 
 
 @pytest.mark.parametrize("second", ["ppo", "dagger"])

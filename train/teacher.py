@@ -187,7 +187,7 @@ class MapPlannerTeacher:
         seen = self.planner.map
         if state:
             seen.load_state_dict(state)
-        else:
+        elif not self.planner.shares_map:  # a shared map is the simulator's, restored with it
             seen.reset(np.arange(len(seen.solid)))
 
 

@@ -57,7 +57,7 @@ CONFIG_FILE = "train_config.yaml"
 CHECKPOINT_FORMAT = "navzoo-train-checkpoint"
 COMMON_METRICS = ("episode_return", "num_steps", "path_length", "collisions")
 # The config keys a model's tensors depend on, named when a resume finds tensors of another shape.
-ARCHITECTURE_KEYS = ("model", "policy.", "sim.sensors", "sim.resolution", "sim.task")
+ARCHITECTURE_KEYS = ("model", "policy.", "sim.sensors", "sim.resolution", "sim.task", "sim.seen_map_")
 
 
 @dataclass
@@ -511,10 +511,13 @@ class Trainer:
         """Load the weights of `source` (TrainConfig.init_from), which must have this run's architecture, or
         this run's without the seen_map sensor (the map's new inputs then start at zero)."""
         model = load(source)
-        config = self.policy.config
-        adds_seen_map = config.has_seen_map and model.config == config.without_seen_map()
-        if model.config != config and not adds_seen_map:
-            mine, theirs = config.to_dict(), model.config.to_dict()
+        architecture = self.policy.config
+        adds_seen_map = architecture.has_seen_map and model.config == architecture.without_seen_map()
+        if model.config != architecture and not adds_seen_map:
+            # A source without the map differs in more than that: name the rest.
+            if architecture.has_seen_map and not model.config.has_seen_map:
+                architecture = architecture.without_seen_map()
+            mine, theirs = architecture.to_dict(), model.config.to_dict()
             changed = [
                 f"{k}: {theirs.get(k)!r} there, {v!r} here" for k, v in mine.items() if v != theirs.get(k)
             ]

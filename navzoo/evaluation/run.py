@@ -120,7 +120,7 @@ def sim_config_for(
         settings["sensors"] = tuple(sensors)
     if resolution is not None:
         settings["resolution"] = tuple(resolution)
-    config = SimConfig(task=task, split=split, **sim, **settings)
+    config = SimConfig(task=task, split=split, **{**settings, **sim})  # `sim` wins; checked below
     if agent.policy is None:
         check_baseline_task(agent.source, task)
     else:

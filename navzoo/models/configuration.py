@@ -9,7 +9,7 @@ from typing import Any
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError
 from navzoo.models.metadata import ModelMetadata
-from navzoo.names import SEEN_MAP
+from navzoo.names import MAX_SEEN_MAP_SIZE, SEEN_MAP
 from navzoo.tasks import GOAL_SENSOR
 from navzoo.typed_config import check_field_types
 
@@ -192,14 +192,22 @@ class PolicyConfig(Config):
                         name, getattr(self, name), f"None unless {SEEN_MAP} is among the sensors"
                     )
             return
+        if self.is_blind:
+            raise ConfigError(
+                "sensors",
+                self.sensors,
+                f"no {SEEN_MAP} for a blind policy: the map is built from depth images",
+            )
         if "depth" not in self.sensors:
             raise ConfigError(
                 "sensors", self.sensors, f"depth as well: {SEEN_MAP} is a map of what depth shows"
             )
         size = self.seen_map_size
-        if size is None or size % MAP_DOWNSCALE or not MAP_DOWNSCALE <= size <= MAX_RESOLUTION:
+        if size is None or size % MAP_DOWNSCALE or not MAP_DOWNSCALE <= size <= MAX_SEEN_MAP_SIZE:
             raise ConfigError(
-                "seen_map_size", size, f"a multiple of {MAP_DOWNSCALE} (the map encoder's stride)"
+                "seen_map_size",
+                size,
+                f"a multiple of {MAP_DOWNSCALE} (the map encoder's stride) up to {MAX_SEEN_MAP_SIZE}",
             )
         if self.seen_map_cell is None or self.seen_map_cell <= 0:
             raise ConfigError("seen_map_cell", self.seen_map_cell, "the size of the map's squares in metres")

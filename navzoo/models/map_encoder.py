@@ -12,10 +12,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from navzoo.errors import NavzooError
+from navzoo.models.configuration import MAP_DOWNSCALE
 from navzoo.names import SEEN_MAP_CHANNELS
 
-LAYERS = (32, 64, 64)  # channels of the 3x3 stride-2 convolutions
-DOWNSCALE = 2 ** len(LAYERS)  # how many map squares each output cell spans per side
+# Channels of the 3x3 stride-2 convolutions: each halves the map, MAP_DOWNSCALE times in all.
+LAYERS = (32, 64, 64)
 EMBEDDING_SIZE = 256
 
 
@@ -27,7 +29,7 @@ class SeenMapEncoder(nn.Module):
         for channels in LAYERS:
             layers += [nn.Conv2d(in_channels, channels, 3, stride=2, padding=1), nn.ReLU(True)]
             in_channels = channels
-        cells = (map_size // DOWNSCALE) ** 2
+        cells = (map_size // MAP_DOWNSCALE) ** 2
         self.net = nn.Sequential(
             *layers, nn.Flatten(), nn.Linear(in_channels * cells, EMBEDDING_SIZE), nn.ReLU(True)
         )
@@ -47,14 +49,21 @@ def add_seen_map(source: nn.Module, policy: nn.Module) -> dict[str, torch.Tensor
     """
     columns = policy.net.seen_map_columns
     target = policy.state_dict()
-    grown = {}
-    for name, tensor in source.state_dict().items():
-        if name.startswith("net.state_encoder.rnn.weight_ih_l0"):
-            weight = torch.zeros_like(target[name])
-            weight[:, : columns.start] = tensor[:, : columns.start]
-            weight[:, columns.stop :] = tensor[:, columns.start :]
-            tensor = weight
-        grown[name] = tensor
-    missing = target.keys() - grown.keys()
-    assert all(name.startswith("net.map_encoder.") for name in missing), missing
-    return grown | {name: target[name] for name in missing}
+    grown = dict(source.state_dict())
+    inputs = "net.state_encoder.rnn.weight_ih_l0"  # only the first recurrent layer reads the inputs
+    weight = grown[inputs]
+    if weight.shape[1] + columns.stop - columns.start != target[inputs].shape[1]:
+        raise NavzooError(
+            f"add_seen_map: the source's recurrent core reads {weight.shape[1]} inputs, the policy's "
+            f"{target[inputs].shape[1]}; the two must differ by the map's embedding alone"
+        )
+    grown[inputs] = torch.zeros_like(target[inputs])
+    grown[inputs][:, : columns.start] = weight[:, : columns.start]
+    grown[inputs][:, columns.stop :] = weight[:, columns.start :]
+    encoder = {name: tensor for name, tensor in target.items() if name.startswith("net.map_encoder.")}
+    if grown.keys() | encoder.keys() != target.keys():
+        raise NavzooError(
+            f"add_seen_map: the source differs from the policy in more than the map: "
+            f"{sorted(grown.keys() ^ (target.keys() - encoder.keys()))}"
+        )
+    return grown | encoder

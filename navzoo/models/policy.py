@@ -5,7 +5,7 @@
     net.map_encoder      the seen_map sensor's CNN (navzoo.models.map_encoder), only where it is read
     net.tgt_embeding     Linear(3, 32) on [rho, cos(-phi), sin(-phi)]   (habitat's spelling)
     net.prev_action_embedding   Embedding(num_actions + 1, 32), index 0 = start of an episode
-    net.state_encoder    LSTM/GRU over [visual, goal, previous action]
+    net.state_encoder    LSTM/GRU over [visual, map, goal, previous action]
     action_distribution.linear, critic.fc   heads on the recurrent output
 
 Conventions (one step, N environments): observations are the simulator's dict ("depth" [N,H,W,1] float,
@@ -113,8 +113,8 @@ class PointNavNet(nn.Module):
         self.seen_map_columns: slice | None = None
         if config.has_seen_map:
             self.map_encoder = SeenMapEncoder(config.seen_map_size)
-            start = 0 if config.is_blind else config.hidden_size  # forward() puts it after the camera's
-            self.seen_map_columns = slice(start, start + MAP_EMBEDDING_SIZE)
+            # forward() puts it right after the camera's embedding
+            self.seen_map_columns = slice(config.hidden_size, config.hidden_size + MAP_EMBEDDING_SIZE)
             rnn_input += MAP_EMBEDDING_SIZE
         if config.has_goal_embedding:
             self.tgt_embeding = nn.Linear(3, 32)

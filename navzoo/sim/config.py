@@ -4,14 +4,22 @@ from dataclasses import dataclass
 
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError
-from navzoo.names import ACTION_NAMES, RENDERERS, SCENE_FAMILIES, SEEN_MAP, SENSORS, SPLITS, TASKS
+from navzoo.names import (
+    ACTION_NAMES,
+    MAX_SEEN_MAP_SIZE,
+    RENDERERS,
+    SCENE_FAMILIES,
+    SEEN_MAP,
+    SENSORS,
+    SPLITS,
+    TASKS,
+)
 from navzoo.typed_config import check_field_types
 
 # Upper bounds that catch a typo before it allocates: 4096 px is past any camera navzoo trains with, and
 # a million environments is far past what one machine steps.
 MAX_RESOLUTION = 4096
 MAX_NUM_ENVS = 1 << 20
-MAX_SEEN_MAP_SIZE = 256  # squares per side of the seen_map sensor's crop
 
 # Action ids follow habitat: 0 stop, 1 move_forward, 2 turn_left, 3 turn_right.
 STOP, MOVE_FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2, 3
