@@ -135,6 +135,24 @@ def test_same_step_autoreset_returns_final_observations():
     assert env.observation_space.contains(obs) and (env.sim.steps == 0).all()
 
 
+def test_final_observations_are_the_episodes_own_in_every_sensor():
+    """An episode's final observation is what it would have seen had it gone on: its own scene, goal and
+    seen_map, though the environment has already moved to the next episode (and here, the next scene)."""
+    sensors = {"sensors": ("depth", "seen_map"), "seen_map_size": 16, "episodes_per_scene": 1}
+    ending = _vector(AutoresetMode.SAME_STEP, num_envs=2, steps=4, **sensors)
+    going_on = _vector(AutoresetMode.SAME_STEP, num_envs=2, steps=5, **sensors)
+    ending.reset(seed=5)
+    going_on.reset(seed=5)
+    for _ in range(4):
+        _, _, _, truncated, infos = ending.step(np.full(2, TURN_LEFT))
+        obs, *_ = going_on.step(np.full(2, TURN_LEFT))
+    assert truncated.all() and (ending.sim.slot != going_on.sim.slot).any()
+    for i in range(2):
+        for key, value in obs.items():
+            assert np.array_equal(infos["final_obs"][i][key], value[i]), key
+    assert infos["final_obs"][0]["seen_map"][..., 1].any()  # the cell it stands in
+
+
 def test_disabled_autoreset_waits_for_a_masked_reset():
     env = _vector(AutoresetMode.DISABLED)
     env.reset(seed=3)

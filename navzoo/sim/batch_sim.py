@@ -120,10 +120,15 @@ class BatchSim:
         self._start_episodes(torch.as_tensor(envs, device=self.device))
         return self._observe(see=True)
 
-    def step(self, actions: torch.Tensor, active: torch.Tensor | None = None):
+    def step(
+        self, actions: torch.Tensor, active: torch.Tensor | None = None, final_observations: bool = False
+    ):
         """Apply one action per environment; returns (observations, rewards, dones, info). With `active`
         [N] bool, only those environments act: the others keep their state and get reward 0 (gymnasium's
-        next-step autoreset shows an episode's first observation one step after its end)."""
+        next-step autoreset shows an episode's first observation one step after its end). With
+        `final_observations`, a step that ends episodes also returns every environment's observations from
+        before the finished ones reset, `info["episode"]["observation"]`: their last (gymnasium's final
+        observations), in their own scene, towards their own goal and with their own seen_map."""
         cfg = self.config
         actions = self._check_actions(actions)
         stop = actions == STOP
@@ -162,6 +167,8 @@ class BatchSim:
             info["episode"]["position"] = self.pos.clone()  # where each episode ended, before the reset below
             info["episode"]["heading"] = self.heading.clone()
             finished = torch.nonzero(done).squeeze(1)
+            if final_observations:  # mapping the same images again below adds nothing to the seen_map
+                info["episode"]["observation"] = self._observe(see=True)
             self._start_episodes(finished)
         return self._observe(see=True), reward, done, info
 

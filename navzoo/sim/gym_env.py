@@ -147,7 +147,7 @@ class NavVectorEnv(VectorEnv):
         # finished environment undefined, here it waits).
         waiting = self._waiting.copy()
         active = None if not waiting.any() else torch.as_tensor(~waiting, device=self.sim.device)
-        obs, reward, done, info = self.sim.step(actions, active=active)
+        obs, reward, done, info = self.sim.step(actions, active=active, final_observations=True)
         self._metrics = info["metrics"]
         done_np = done.cpu().numpy()
         truncated = info["truncated"].cpu().numpy()
@@ -155,10 +155,10 @@ class NavVectorEnv(VectorEnv):
         infos: dict = {"collided": info["collided"].cpu().numpy()}
         observations = _to_numpy(obs)
         if done_np.any():
-            metrics = {k: v.cpu().numpy() for k, v in info["episode"].items()}
+            metrics = {k: v.cpu().numpy() for k, v in info["episode"].items() if k != "observation"}
             infos["final_info"] = {**metrics, **{f"_{k}": done_np.copy() for k in metrics}}
             infos["_final_info"] = done_np.copy()
-            last = _final_observations(self.sim, info, done)
+            last = _final_observations(info, done)
             if self.autoreset_mode == AutoresetMode.SAME_STEP:
                 infos["final_obs"], infos["_final_obs"] = last, done_np.copy()
             else:  # the ended episodes' last observations now, their next ones later
@@ -264,17 +264,13 @@ def _boxed(image: np.ndarray, size: int) -> np.ndarray:
     return np.asarray(canvas)
 
 
-def _final_observations(sim: BatchSim, info: dict, done: torch.Tensor) -> np.ndarray:
-    """Last observation of each finished episode, rendered at the pose where it ended."""
-    finished = torch.nonzero(done).squeeze(1)
-    pos, heading = sim.pos.clone(), sim.heading.clone()
-    sim.pos[finished] = info["episode"]["position"][finished]
-    sim.heading[finished] = info["episode"]["heading"][finished]
-    last = _to_numpy(sim.observe(finished))
-    sim.pos, sim.heading = pos, heading
-    final = np.empty(sim.num_envs, dtype=object)
-    for j, i in enumerate(finished.tolist()):
-        final[i] = {key: value[j] for key, value in last.items()}
+def _final_observations(info: dict, done: torch.Tensor) -> np.ndarray:
+    """Last observation of each finished episode (None for the others), as the simulator saw it before
+    the episode reset (BatchSim.step's final_observations)."""
+    last = _to_numpy(info["episode"]["observation"])
+    final = np.empty(len(done), dtype=object)
+    for i in torch.nonzero(done).squeeze(1).tolist():
+        final[i] = {key: value[i] for key, value in last.items()}
     return final
 
 
