@@ -142,6 +142,16 @@ def test_a_bad_episode_id_is_reported_by_index(valid_file, tmp_path):
         (gzip.compress(b'{"episodes": []}'), r"holds no episodes"),
         (gzip.compress(b'{"episodes": [7]}'), r"episode 0 of .*: it is 7, not an object"),
     ],
+    # Fixed ids: pytest-xdist's workers must collect the same names (gzip's header holds the time).
+    ids=[
+        "truncated",
+        "not-gzip",
+        "bad-json",
+        "too-deep",
+        "episodes-not-a-list",
+        "no-episodes",
+        "not-an-object",
+    ],
 )
 def test_unreadable_files_are_reported(valid_file, tmp_path, content, message):
     if content == "truncated":

@@ -132,11 +132,16 @@ def test_replay_round_trip_and_rerendered_frames_match_what_the_agent_saw(sim, p
     ("content", "message"),
     [
         (b"not a replay", "not a gzip-compressed JSON replay"),
-        (gzip.compress(b'{"format": "navzoo-replay", "form')[:-6], "not a gzip-compressed JSON replay"),
+        (
+            gzip.compress(b'{"format": "navzoo-replay", "form')[:-6],
+            "not a gzip-compressed JSON replay",
+        ),
         (gzip.compress(b'{"format": "navzoo-policy"}'), "not a navzoo replay"),
         (gzip.compress(b'{"format": "navzoo-replay", "format_version": 99}'), "upgrade navzoo"),
         (gzip.compress(b'{"format": "navzoo-replay", "format_version": 1}'), "damaged replay"),
     ],
+    # Fixed ids: pytest-xdist's workers must collect the same names (gzip's header holds the time).
+    ids=["plain-text", "truncated-gzip", "another-format", "newer-version", "damaged"],
 )
 def test_bad_replay_files_raise_a_helpful_error(tmp_path, content, message):
     path = tmp_path / "x.replay.json.gz"
