@@ -32,7 +32,8 @@ import time
 import torch
 from report import machine_info, markdown_table, write_json
 
-SENSOR_SETS = (("depth", 64), ("depth", 128), ("rgb", 64))
+# Sensors joined by "+" render together; the seen_map sensor (CPU only) maps each step's depth image.
+SENSOR_SETS = (("depth", 64), ("depth", 128), ("rgb", 64), ("depth+seen_map", 64))
 VIZDOOM_SCENARIO = "my_way_home.cfg"
 # Where numba and torch.compile (inductor, and Triton on CUDA) keep compiled kernels between processes.
 COMPILE_CACHES = ("NUMBA_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR")
@@ -50,7 +51,7 @@ def measure(spec: dict) -> dict:
     torch.set_grad_enabled(False)
     config = SimConfig(
         num_envs=n,
-        sensors=(spec["sensor"],),
+        sensors=tuple(spec["sensor"].split("+")),
         resolution=(spec["resolution"],) * 2,
         device=device,
         renderer=spec["renderer"],
@@ -167,6 +168,8 @@ def main() -> None:
     for renderer in renderers:
         for threads in args.threads:
             for sensor, resolution in SENSOR_SETS:
+                if "seen_map" in sensor and args.device != "cpu":
+                    continue
                 for envs in args.envs:
                     spec = {
                         "device": args.device,
