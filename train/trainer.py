@@ -511,13 +511,11 @@ class Trainer:
         """Load the weights of `source` (TrainConfig.init_from), which must have this run's architecture, or
         this run's without the seen_map sensor (the map's new inputs then start at zero)."""
         model = load(source)
-        architecture = self.policy.config
-        adds_seen_map = architecture.has_seen_map and model.config == architecture.without_seen_map()
-        if model.config != architecture and not adds_seen_map:
-            # A source without the map differs in more than that: name the rest.
-            if architecture.has_seen_map and not model.config.has_seen_map:
-                architecture = architecture.without_seen_map()
-            mine, theirs = architecture.to_dict(), model.config.to_dict()
+        # A source without the map grows into this run's policy that reads it (add_seen_map).
+        adds_seen_map = self.policy.config.has_seen_map and not model.config.has_seen_map
+        expected = self.policy.config.without_seen_map() if adds_seen_map else self.policy.config
+        if model.config != expected:
+            mine, theirs = expected.to_dict(), model.config.to_dict()
             changed = [
                 f"{k}: {theirs.get(k)!r} there, {v!r} here" for k, v in mine.items() if v != theirs.get(k)
             ]
