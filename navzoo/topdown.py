@@ -68,8 +68,11 @@ def draw_topdown(
     cells[heights >= ceiling] = WALL
     image = np.repeat(np.repeat(cells, cell_pixels, 0), cell_pixels, 1)
     if nav is not None:  # tint the floor the agent can reach
-        nav_pixels = cell_pixels * heights.shape[0] // nav.shape[0]
-        island = np.repeat(np.repeat(nav.island, nav_pixels, 0), nav_pixels, 1)
+        # The navigation grid is finer than the scene's cells, so an odd `cell_pixels` splits its cells
+        # unevenly: each pixel takes the navigation cell its top-left corner lies in.
+        rows = np.arange(image.shape[0]) * nav.shape[0] // image.shape[0]
+        cols = np.arange(image.shape[1]) * nav.shape[1] // image.shape[1]
+        island = nav.island[np.ix_(rows, cols)]
         image[island & (image == FLOOR).all(-1)] = NAVIGABLE
     canvas = Image.fromarray(np.flipud(image).astype(np.uint8))
     draw = ImageDraw.Draw(canvas)
