@@ -215,7 +215,11 @@ def _provenance(config: dict[str, Any], base_model: str | None, learning_curve: 
     return "\n".join(lines)
 
 
-ALGORITHMS = {"ppo": "DD-PPO", "dagger": "imitation of the {teacher} teacher (DAgger)"}
+ALGORITHMS = {
+    "ppo": "DD-PPO",
+    "dagger": "imitation of the {teacher} teacher (DAgger)",
+    "kickstart": "DD-PPO kickstarted by the {teacher} teacher",
+}
 
 
 def _stages(provenance: dict[str, Any]) -> str:

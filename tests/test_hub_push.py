@@ -265,6 +265,15 @@ def test_card_states_the_recipe_stage_by_stage():
     assert _stages(mapped).startswith("imitation of the map-planner teacher (DAgger) for 5,000,000 frames")
     started = {**provenance, "initialised_from": {**provenance["initialised_from"], "teacher": "map-planner"}}
     assert _stages(started).startswith("imitation of the map-planner teacher (DAgger)")
+    # Kickstarting names the teacher it learnt beside.
+    kicked = {
+        **started,
+        "train_config": {"algorithm": "kickstart", "imitation": {"teacher": "map-planner"}},
+    }
+    assert _stages(kicked) == (
+        "imitation of the map-planner teacher (DAgger) for 5,000,000 frames (1.4 h), "
+        "then DD-PPO kickstarted by the map-planner teacher for 1,000,000 frames (17 min)"
+    )
     # A run that grew the seen_map into the policy it started from says so where it begins.
     grown = {
         **provenance,

@@ -449,18 +449,18 @@ def test_a_run_reading_the_seen_map_starts_from_a_policy_without_it(tmp_path):
     assert "seen_map_size" not in str(refused.value)
 
 
-@pytest.mark.parametrize("second", ["ppo", "dagger"])
+@pytest.mark.parametrize("second", ["ppo", "dagger", "kickstart"])
 def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
     """finetune.from_frames hands the run from imitation to its second stage with a fresh optimiser: DD-PPO
-    (the critic warming up first) or imitation at another learning rate; a stop after the switch resumes
-    in that stage, exactly."""
+    (the critic warming up first), imitation at another learning rate, or DD-PPO kickstarted by the same
+    teacher, which labels on but no longer drives; a stop after the switch resumes in that stage, exactly."""
     extra = (
         "algorithm=dagger",
         f"imitation.oracle_decay_frames={2 * FRAMES_PER_UPDATE}",
         f"finetune.from_frames={4 * FRAMES_PER_UPDATE}",
         f"finetune.algorithm={second}",
         "finetune.ppo.lr=1e-3",
-        *(["finetune.ppo.critic_warmup_updates=1"] if second == "ppo" else []),
+        *(["finetune.ppo.critic_warmup_updates=1"] if second in ("ppo", "kickstart") else []),
         *(["imitation.bearing_weight=0.5"] if second == "dagger" else []),  # its head goes on learning
     )
     _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=5, extra=extra)
@@ -472,8 +472,11 @@ def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
         assert all("loss/oracle_prob" in r for r in rows[:4]) and all(
             "loss/clip_fraction" in r for r in rows[4:]
         )
-    else:
+    elif second == "dagger":
         assert all("loss/oracle_prob" in r for r in rows)
+    else:
+        assert all(r["train/oracle_share"] == 0.0 for r in rows[4:])
+        assert all({"loss/imitation", "loss/oracle_prob", "loss/clip_fraction"} <= r.keys() for r in rows[4:])
     provenance = json.loads((tmp_path / "one_go" / "config.json").read_text())["provenance"]
     assert [(s["algorithm"], s["frames"]) for s in provenance["stages"]] == [
         ("dagger", 4 * FRAMES_PER_UPDATE),

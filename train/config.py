@@ -31,7 +31,10 @@ from navzoo.train.config_options import preset_names, presets_folder
 from navzoo.typed_config import check_field_types
 from navzoo.zoo import model_entry
 
-ALGORITHMS = ("ppo", "dagger")
+ALGORITHMS = ("ppo", "dagger", "kickstart")
+# The algorithms that need a teacher labelling every step (navzoo.train.teacher): DAgger, where it also
+# drives a share of the steps, and kickstarting, where the learner always drives.
+TEACHER_ALGORITHMS = ("dagger", "kickstart")
 OPTIMIZERS = ("adam", "lamb")
 LR_SCALINGS = ("none", "sqrt")
 BACKENDS = ("auto", "gloo", "nccl")
@@ -114,11 +117,13 @@ class PPOConfig(Config):
 
 @dataclass(frozen=True)
 class ImitationConfig(Config):
-    """DAgger from a teacher in the simulator (algorithm: dagger; navzoo.train.imitation).
+    """DAgger from a teacher in the simulator (algorithm: dagger; navzoo.train.imitation), and the teacher
+    of kickstarting (algorithm: kickstart; navzoo.train.kickstart).
 
-    The teacher (the oracle) drives a random share of the steps, decaying linearly from `oracle_share_start`
-    to `oracle_share_end` over the first `oracle_decay_frames` frames; the learner drives the rest. The
-    rollout, epochs, mini-batches, optimiser and value-loss weight come from the `ppo` block.
+    Under DAgger the teacher (the oracle) drives a random share of the steps, decaying linearly from
+    `oracle_share_start` to `oracle_share_end` over the first `oracle_decay_frames` frames; the learner
+    drives the rest. Under kickstarting the learner drives every step. The rollout, epochs, mini-batches,
+    optimiser and value-loss weight come from the `ppo` block.
     """
 
     # "shortest-path": the straight-line walk over the scene's own distance field (it knows the map).
@@ -150,6 +155,11 @@ class ImitationConfig(Config):
     # walls behind the agent are only in its memory, so this asks the memory to keep a map. It needs
     # teacher map-planner. 0 turns it off.
     map_weight: float = 0.0
+    # Kickstarting (Schmitt et al. 2018): the weight of the teacher's cross-entropy (inflection-weighted, as
+    # DAgger's) added to DD-PPO's loss. Where the teacher is clear the imitation term holds the policy to
+    # it; where the learner cannot tell what the teacher would do, that term is at its floor and the
+    # rewards decide, e.g. to keep turning one way instead of dithering.
+    kickstart_weight: float = 1.0
 
     def __post_init__(self):
         check_field_types(self, "imitation.")
@@ -161,7 +171,7 @@ class ImitationConfig(Config):
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a share in [0, 1]")
         _positive_int("imitation.oracle_decay_frames", self.oracle_decay_frames)
         _positive("imitation.inflection_weight", self.inflection_weight)
-        for name in ("early_stop_weight", "bearing_weight", "depth_weight", "map_weight"):
+        for name in ("early_stop_weight", "bearing_weight", "depth_weight", "map_weight", "kickstart_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a number >= 0")
         if self.map_weight > 0 and self.teacher != "map-planner":
@@ -178,7 +188,8 @@ class FinetuneConfig(Config):
     total_frames, it trains with `algorithm` and the `ppo` block changed by `ppo`, with a fresh optimiser
     and the learning-rate schedule counted from the switch. "ppo" is DD-PPO fine-tuning (PIRLNav, Ramrakhya
     et al. 2023; set critic_warmup_updates / actor_warmup_updates here); "dagger" goes on imitating, e.g.
-    at a lower, decaying learning rate. 0: one stage."""
+    at a lower, decaying learning rate; "kickstart" is DD-PPO with the teacher's cross-entropy added
+    (imitation.kickstart_weight). 0: one stage."""
 
     from_frames: int = 0
     algorithm: str = "ppo"
@@ -249,7 +260,8 @@ class TrainConfig(Config):
     init_from: str | None = None
     policy: dict[str, Any] = field(default_factory=dict)
     sim: SimConfig = field(default_factory=lambda: SimConfig(split="train"))
-    # "ppo": DD-PPO; "dagger": imitation of the shortest-path oracle (settings in `imitation`).
+    # "ppo": DD-PPO; "dagger": imitation of a teacher (settings in `imitation`); "kickstart": DD-PPO with the
+    # teacher's cross-entropy added to its loss (imitation.kickstart_weight).
     algorithm: str = "ppo"
     ppo: PPOConfig = field(default_factory=PPOConfig)
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
@@ -274,11 +286,11 @@ class TrainConfig(Config):
         self.imitation.validate()
         self.distributed.validate()
         _one_of("algorithm", self.algorithm, ALGORITHMS)
-        if self.algorithm == "dagger" and not get_task(self.sim.task).has_goal:
+        if self.uses_teacher and not get_task(self.sim.task).has_goal:
             raise ConfigError(
                 "algorithm",
                 self.algorithm,
-                f"'ppo' on {self.sim.task}: the teacher dagger imitates walks to a goal, which it has not",
+                f"'ppo' on {self.sim.task}: {self.algorithm}'s teacher walks to a goal, which it has not",
             )
         if self.finetune.from_frames:
             if self.algorithm != "dagger":
@@ -290,16 +302,25 @@ class TrainConfig(Config):
                     "finetune.from_frames", self.finetune.from_frames, "a number of frames >= 0"
                 )
             second = self.finetune.ppo_config(self.ppo)
-            if second.aux_tasks and self.finetune.algorithm != "ppo":
+            if second.aux_tasks and self.finetune.algorithm == "dagger":
                 raise ConfigError(
                     "finetune.ppo.aux_tasks",
                     second.aux_tasks,
                     "[] with finetune.algorithm dagger (they serve PPO)",
                 )
-        if self.ppo.aux_tasks and self.algorithm != "ppo":
+        if self.ppo.aux_tasks and self.algorithm == "dagger":
             raise ConfigError(
                 "ppo.aux_tasks", self.ppo.aux_tasks, "[] with algorithm dagger (they serve PPO)"
             )
+        second_stage = self.finetune.algorithm if self.finetune.from_frames else None
+        kickstarts = "kickstart" in (self.algorithm, second_stage)
+        for name in ("bearing_weight", "depth_weight", "map_weight"):
+            if kickstarts and getattr(self.imitation, name) > 0:
+                raise ConfigError(
+                    f"imitation.{name}",
+                    getattr(self.imitation, name),
+                    "0 with kickstart (the heads are DAgger's; kickstarting adds the teacher's actions)",
+                )
         if self.sim.split != "train":
             raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")
         if self.sim.num_envs < self.ppo.num_mini_batch:
@@ -324,7 +345,7 @@ class TrainConfig(Config):
                 raise ConfigError(
                     "ppo.aux_tasks", self.ppo.aux_tasks, "[] for a blind policy (they read visual embeddings)"
                 )
-            if self.algorithm == "dagger" and self.imitation.depth_weight > 0 and policy.is_blind:
+            if self.uses_teacher and self.imitation.depth_weight > 0 and policy.is_blind:
                 raise ConfigError(
                     "imitation.depth_weight",
                     self.imitation.depth_weight,
@@ -371,12 +392,17 @@ class TrainConfig(Config):
         """Cameras the simulator renders for the imitation teacher alone (not stored, not seen by the
         policy): the map-planner's depth, and the depth head's target (imitation.depth_weight), where the
         learner sees RGB."""
-        if self.algorithm != "dagger":
+        if not self.uses_teacher:
             return ()
         wanted = TEACHER_SENSORS[self.imitation.teacher]
         if self.imitation.depth_weight > 0:
             wanted += ("depth",)
         return tuple(s for s in dict.fromkeys(wanted) if s not in self.sim.sensors)
+
+    @property
+    def uses_teacher(self) -> bool:
+        """Whether a teacher labels the steps from the start of the run (a second stage may add one)."""
+        return self.algorithm in TEACHER_ALGORITHMS
 
     def worker_device(self) -> str:
         """The device each worker trains and simulates on: `device`, or with "auto" a `sim.device` that

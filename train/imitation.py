@@ -9,9 +9,9 @@ mini-batches like PPO's, through the same recurrent masking and DistributedDataP
 critic learns the rollout's returns meanwhile, so that DD-PPO fine-tuning of the same model starts with
 a useful value function (PIRLNav, Ramrakhya et al. 2023).
 
-`imitation_losses`, `inflection_weights`, `bearing_loss`, `depth_loss` and `map_loss` are the maths, small
-enough to check by hand; `DAgger` is PPO's update with that loss; `OracleTeacher` labels the steps and picks
-who drives.
+`cloning_loss`, `imitation_losses`, `inflection_weights`, `bearing_loss`, `depth_loss` and `map_loss` are the
+maths, small enough to check by hand; `DAgger` is PPO's update with that loss; `OracleTeacher` labels the
+steps and picks who drives.
 """
 
 from __future__ import annotations
@@ -55,6 +55,13 @@ def inflection_weights(oracle_actions: torch.Tensor, masks: torch.Tensor, weight
     return torch.where(inflection, weight, 1.0)
 
 
+def cloning_loss(action_log_probs: torch.Tensor, oracle_actions: torch.Tensor, weights: torch.Tensor):
+    """(the weighted mean of -log pi(oracle action) over [L, n] steps, -log pi(oracle action) [L, n]);
+    `action_log_probs` is [L, n, A]."""
+    oracle_log_probs = action_log_probs.gather(-1, oracle_actions[..., None]).squeeze(-1)
+    return -(weights * oracle_log_probs).sum() / weights.sum(), oracle_log_probs
+
+
 def imitation_losses(
     action_log_probs: torch.Tensor,
     oracle_actions: torch.Tensor,
@@ -67,8 +74,7 @@ def imitation_losses(
     """Behaviour cloning: the weighted mean of -log pi(oracle action) over [L, n] steps (`action_log_probs`
     is [L, n, A]), plus `early_stop_weight` times the mean -log(1 - pi(stop)) over the steps where the
     oracle does not stop, plus the critic's squared error."""
-    oracle_log_probs = action_log_probs.gather(-1, oracle_actions[..., None]).squeeze(-1)
-    action = -(weights * oracle_log_probs).sum() / weights.sum()
+    action, oracle_log_probs = cloning_loss(action_log_probs, oracle_actions, weights)
     going_on = oracle_actions != STOP
     stop_prob = action_log_probs[..., STOP].exp()
     # Clamped so that a policy sure of stopping gives a large finite loss, not an infinite one.
@@ -195,9 +201,12 @@ class OracleTeacher:
     by step, whether the teacher or the learner drives. Draws come from torch's global generator, which
     the trainer seeds and checkpoints; the teacher's own memory is in state_dict()."""
 
-    def __init__(self, sim: BatchSim, config: ImitationConfig):
+    def __init__(self, sim: BatchSim, config: ImitationConfig, drives: bool = True):
+        """`drives`: whether the teacher drives its share of the steps (DAgger), or only labels them and the
+        learner drives every one (kickstarting, whose PPO update needs the learner's own actions)."""
         self.oracle = TEACHERS[config.teacher](sim)
         self.config = config
+        self.drives = drives
 
     def state_dict(self) -> dict:
         return self.oracle.state_dict()
@@ -206,7 +215,9 @@ class OracleTeacher:
         self.oracle.load_state_dict(state)
 
     def share(self, frames: int) -> float:
-        """The oracle's share of the driving after `frames` frames of training."""
+        """The oracle's share of the driving after `frames` frames of training (0 if it only labels)."""
+        if not self.drives:
+            return 0.0
         cfg = self.config
         done = min(1.0, frames / cfg.oracle_decay_frames)
         return cfg.oracle_share_start + done * (cfg.oracle_share_end - cfg.oracle_share_start)
@@ -221,8 +232,10 @@ class OracleTeacher:
         """(the actions to take [N], the teacher's labels [N], its bearings [N]) for the simulator's
         `observations` now; `masks` [N] is False where an episode begins (the rollout's masks)."""
         labels, bearings = self.oracle.labels(observations, ~masks)
-        oracle_drives = torch.rand(labels.shape, device=labels.device) < self.share(frames)
-        actions = torch.where(oracle_drives, labels, learner_actions)
+        actions = learner_actions
+        if self.drives:
+            oracle_drives = torch.rand(labels.shape, device=labels.device) < self.share(frames)
+            actions = torch.where(oracle_drives, labels, learner_actions)
         self.oracle.taken(actions)
         return actions, labels, bearings
 

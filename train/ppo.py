@@ -230,11 +230,16 @@ class PPO:
 
     def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """The loss to minimise on a mini-batch and the statistics logged under loss/."""
-        cfg = self.config
         with self.autocast():
-            values, log_probs, entropy, _, auxiliary = self.evaluator(
+            outputs = self.evaluator(
                 batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.actions
             )
+        return self._objective(batch, outputs)
+
+    def _objective(self, batch: MiniBatch, outputs: tuple) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss and statistics from the evaluator's `outputs` (ActionEvaluator.forward) on `batch`."""
+        cfg = self.config
+        values, log_probs, entropy, _, auxiliary = outputs
         values = values.float()
         returns, advantages = batch.returns, batch.advantages
         if cfg.vtrace:

@@ -1,6 +1,7 @@
 """DD-PPO: every worker collects a rollout in its own batch of environments, then all of them take the same
 PPO steps with gradients all-reduced by DistributedDataParallel (Wijmans et al. 2020). With
-`algorithm: dagger` the same loop imitates the shortest-path oracle instead (navzoo.train.imitation).
+`algorithm: dagger` the same loop imitates a teacher instead (navzoo.train.imitation), and with
+`algorithm: kickstart` it adds the teacher's cross-entropy to PPO's loss (navzoo.train.kickstart).
 
 One update: collect up to `ppo.num_steps` steps (stopping early once enough workers are done, see
 RolloutPreemption), compute GAE, run the PPO epochs, all-reduce the statistics, log, and checkpoint at the
@@ -37,7 +38,7 @@ from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.callbacks import TrainerCallback
-from navzoo.train.config import PPOConfig, TrainConfig
+from navzoo.train.config import TEACHER_ALGORITHMS, PPOConfig, TrainConfig
 from navzoo.train.distributed import (
     RolloutPreemption,
     Workers,
@@ -47,7 +48,8 @@ from navzoo.train.distributed import (
     restart_count,
 )
 from navzoo.train.episode_window import EpisodeWindow
-from navzoo.train.imitation import DAgger, OracleTeacher
+from navzoo.train.imitation import DAgger, ImitationHeads, OracleTeacher
+from navzoo.train.kickstart import Kickstart
 from navzoo.train.logger import TrainLogger, plot_learning_curve
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
@@ -140,13 +142,10 @@ class Trainer:
         self.teacher_only_sensors = config.teacher_only_sensors()
         self.sim_observations: dict[str, torch.Tensor] = {}  # the simulator's latest, for the teacher
         self.frames_per_update = config.frames_per_update(workers.world_size)
-        if config.algorithm == "dagger":
-            self.teacher = OracleTeacher(self.sim, config.imitation)
-            lr = self._lr(config.ppo)
-            self.ppo = DAgger(self.policy, config.ppo, config.imitation, lr, self.device, workers.distributed)
-        else:
-            self.teacher = None
-            self.ppo = PPO(self.policy, config.ppo, self._lr(config.ppo), self.device, workers.distributed)
+        self.teacher = None
+        if config.uses_teacher:
+            self.teacher = OracleTeacher(self.sim, config.imitation, drives=config.algorithm == "dagger")
+        self.ppo = self._update_rule(config.algorithm, config.ppo)
         # Where the second stage takes over from imitation in this run (FinetuneConfig), and the stages
         # done so far.
         self.finetune_from = config.finetune.from_frames or None
@@ -176,14 +175,22 @@ class Trainer:
         cfg = self.config
         self.stages.append(self._current_stage())
         self.stage_start = (self.update, self.frames, self.elapsed_s)
-        ppo = cfg.finetune.ppo_config(cfg.ppo)
-        distributed = self.workers.distributed
-        if cfg.finetune.algorithm == "dagger":
-            heads = self.ppo.trainable.head if isinstance(self.ppo, DAgger) else None  # they go on learning
-            self.ppo = DAgger(self.policy, ppo, cfg.imitation, self._lr(ppo), self.device, distributed, heads)
-        else:
+        heads = self.ppo.trainable.head if isinstance(self.ppo, DAgger) else None  # they go on learning
+        if cfg.finetune.algorithm == "ppo":
             self.teacher = None
-            self.ppo = PPO(self.policy, ppo, self._lr(ppo), self.device, distributed)
+        elif cfg.finetune.algorithm == "kickstart":
+            self.teacher.drives = False  # PPO learns from the learner's own actions
+        self.ppo = self._update_rule(cfg.finetune.algorithm, cfg.finetune.ppo_config(cfg.ppo), heads)
+
+    def _update_rule(self, algorithm: str, ppo: PPOConfig, heads: ImitationHeads | None = None) -> PPO:
+        """The update of `algorithm` with the settings of `ppo` and a fresh optimiser; `heads`: DAgger's
+        heads of an earlier stage, which go on learning."""
+        cfg, distributed = self.config, self.workers.distributed
+        if algorithm == "dagger":
+            return DAgger(self.policy, ppo, cfg.imitation, self._lr(ppo), self.device, distributed, heads)
+        if algorithm == "kickstart":
+            return Kickstart(self.policy, ppo, cfg.imitation, self._lr(ppo), self.device, distributed)
+        return PPO(self.policy, ppo, self._lr(ppo), self.device, distributed)
 
     def _current_stage(self) -> dict[str, Any]:
         """The stage running now, as far as it has come: its algorithm, frames and wall time."""
@@ -530,7 +537,8 @@ class Trainer:
         # What the weights had learnt before this run, for the model card: the recipe, stage by stage.
         before = model.provenance or {}
         config = before.get("train_config") or {}
-        imitated = "dagger" in (config.get("algorithm"), (config.get("finetune") or {}).get("algorithm"))
+        algorithms = (config.get("algorithm"), (config.get("finetune") or {}).get("algorithm"))
+        imitated = any(algorithm in TEACHER_ALGORITHMS for algorithm in algorithms)
         self.initialised_from = {
             "source": source,
             "algorithm": config.get("algorithm"),
