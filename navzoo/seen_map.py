@@ -153,31 +153,22 @@ class SeenMap:
         [min_depth, max_depth], as the simulator gives them) seen from `pos` [N, 2] facing `heading` [N];
         returns which environments' maps grew [N]."""
         cfg = self.sim.config
-        # At either end of the range the depth was clipped: nothing hit, or nearer than min_depth.
-        valid = (depth > 0) & (depth < 1 - 1e-3)
-        depth = cfg.min_depth + depth * (cfg.max_depth - cfg.min_depth)
-        height = cfg.sensor_height + depth * self._tan_up[None, :, None]
-        reach = depth * self._stretch[None, None, :]  # horizontal distance of each pixel's point
-        angle = heading[:, None] - self._column_angle[None, :]  # [N, W]
-        cos_a = np.broadcast_to(np.cos(angle)[:, None, :], reach.shape)
-        sin_a = np.broadcast_to(np.sin(angle)[:, None, :], reach.shape)
-        x = pos[:, 0, None, None] + reach * cos_a
-        y = pos[:, 1, None, None] + reach * sin_a
-        on_face = np.zeros_like(valid)
-        on_face[:, :-1] = np.abs(reach[:, :-1] - reach[:, 1:]) < FACE_TOLERANCE
-        row, col, one_line = _cell_behind(x, y, cos_a, sin_a, float(self.cell_size))
-        marks = valid & on_face & one_line & (height > FLOOR_CLEARANCE) & (height < cfg.agent_height)
-        grew = np.zeros(len(pos), np.bool_)
-        for i in range(len(pos)):
-            grew[i] = _mark(
-                self.solid,
-                self.passable,
-                i,
-                row[i].ravel(),
-                col[i].ravel(),
-                marks[i].ravel(),
-                *self._geometry(),
-            )
+        angle = heading[:, None] - self._column_angle[None, :]  # [N, W], float32 as the kernel computes
+        grew = _observe(
+            depth,
+            pos,
+            np.cos(angle),
+            np.sin(angle),
+            self._tan_up,
+            self._stretch,
+            np.float32(cfg.min_depth),
+            np.float32(cfg.max_depth - cfg.min_depth),
+            np.float32(cfg.sensor_height),
+            np.float32(cfg.agent_height),
+            self.solid,
+            self.passable,
+            *self._geometry(),
+        )
         self.grown |= grew
         return grew
 
@@ -305,27 +296,59 @@ def _egocentric(grid, envs, pos, cos, sin, offsets, grid_cell, outside, out):
                     out[i, a // 2, b // 2] = 1.0
 
 
-def _cell_behind(x, y, cos_a, sin_a, cell_size):
-    """(row, col, on_one_line) of the solid cell behind each face point: the face lies on a grid line
-    x = k * cell or y = k * cell, and the cell is on the far side of it along the ray."""
-    fx, fy = x / cell_size, y / cell_size
-    on_x = np.abs(fx - np.round(fx)) * cell_size < FACE_TOLERANCE
-    on_y = np.abs(fy - np.round(fy)) * cell_size < FACE_TOLERANCE
-    col = np.where(on_x, np.round(fx) - (cos_a < 0), np.floor(fx)).astype(np.int64)
-    row = np.where(on_y, np.round(fy) - (sin_a < 0), np.floor(fy)).astype(np.int64)
-    return row, col, on_x ^ on_y
-
-
 @njit(cache=True)
-def _mark(solid, passable, env, rows, cols, marks, cell_size, nav_cell, path_radius):
-    """Mark cells (rows[k], cols[k]) where marks[k] solid in map `env`; whether any was new."""
-    height, width = solid.shape[1], solid.shape[2]
-    grew = False
-    for k in range(rows.shape[0]):
-        r, c = rows[k], cols[k]
-        if marks[k] and 0 <= r < height and 0 <= c < width and solid[env, r, c] <= 0:
-            _make_solid(solid, passable, env, r, c, cell_size, nav_cell, path_radius)
-            grew = True
+def _observe(
+    depth,
+    pos,
+    cos_a,
+    sin_a,
+    tan_up,
+    stretch,
+    min_depth,
+    span,
+    sensor_height,
+    agent_height,
+    solid,
+    passable,
+    cell_size,
+    nav_cell,
+    path_radius,
+):
+    """SeenMap.observe for every environment, pixel by pixel in float32: the cosines and sines [N, W] of
+    each column's ray, the tangent of each row's elevation [H] and the horizontal distance per unit of
+    z-depth of each column [W]. A pixel marks the solid cell behind it when its depth was measured (not
+    clipped at either end of the range), the pixel below lies at the same horizontal distance (a vertical
+    face), it is between the floor and the agent's height, and its point lies on exactly one grid line."""
+    n, rows, cols = depth.shape
+    top, tolerance = np.float32(1 - 1e-3), np.float32(FACE_TOLERANCE)
+    floor_clearance = np.float32(FLOOR_CLEARANCE)
+    height_cells, width_cells = solid.shape[1], solid.shape[2]
+    grew = np.zeros(n, np.bool_)
+    for i in range(n):
+        for r in range(rows - 1):  # the bottom row has no pixel below it to show a face
+            for w in range(cols):
+                d = depth[i, r, w]
+                if not (d > 0 and d < top):
+                    continue
+                metres = min_depth + d * span
+                reach = metres * stretch[w]  # horizontal distance to the point
+                below = (min_depth + depth[i, r + 1, w] * span) * stretch[w]
+                height = sensor_height + metres * tan_up[r]
+                if not (abs(reach - below) < tolerance and floor_clearance < height < agent_height):
+                    continue
+                # The face lies on a grid line x = k * cell or y = k * cell; the cell is on its far side.
+                fx = (pos[i, 0] + reach * cos_a[i, w]) / cell_size
+                fy = (pos[i, 1] + reach * sin_a[i, w]) / cell_size
+                nearest_x, nearest_y = np.float32(np.rint(fx)), np.float32(np.rint(fy))
+                on_x = abs(fx - nearest_x) * cell_size < tolerance
+                on_y = abs(fy - nearest_y) * cell_size < tolerance
+                if on_x == on_y:  # a floor point, or a corner
+                    continue
+                col = int(nearest_x) - (cos_a[i, w] < 0) if on_x else int(np.floor(fx))
+                row = int(nearest_y) - (sin_a[i, w] < 0) if on_y else int(np.floor(fy))
+                if 0 <= row < height_cells and 0 <= col < width_cells and solid[i, row, col] <= 0:
+                    _make_solid(solid, passable, i, row, col, cell_size, nav_cell, path_radius)
+                    grew[i] = True
     return grew
 
 
