@@ -9,6 +9,7 @@ without weights is checked with the Hub offline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -445,3 +446,21 @@ def test_transfer_from_an_imitation_trained_base_trains_by_ddppo_from_that_base(
     config = transfer_train_config(base, "flee", FRAMES)
     assert (config.algorithm, config.finetune.from_frames, config.init_from) == ("ppo", 0, None)
     assert config.sim.task == "flee"
+
+
+def test_a_base_fine_tuned_by_a_later_run_transfers_with_the_first_run_s_hyper_parameters():
+    """A base whose last run started from another model (here kickstarted, with warm-ups and a small
+    decaying learning rate) transfers with the PPO settings of the run that trained it from scratch."""
+    base = navzoo.load("navzoo-pointnav-depth")
+    first = base.provenance["train_config"]
+    later = {
+        **first,
+        "algorithm": "kickstart",
+        "ppo": {**first["ppo"], "lr": 1e-4, "critic_warmup_updates": 10},
+    }
+    chained = {**base.provenance, "train_config": later, "initialised_from": {"train_config": first}}
+    metadata = dataclasses.replace(base.config.metadata, provenance=chained)
+    fine_tuned = PointNavPolicy(base.config.replace(metadata=metadata))
+    config = transfer_train_config(fine_tuned, "flee", FRAMES)
+    assert (config.ppo.lr, config.ppo.critic_warmup_updates) == (first["ppo"]["lr"], 0)
+    assert config == transfer_train_config(base, "flee", FRAMES)

@@ -539,12 +539,16 @@ class Trainer:
         config = before.get("train_config") or {}
         algorithms = (config.get("algorithm"), (config.get("finetune") or {}).get("algorithm"))
         imitated = any(algorithm in TEACHER_ALGORITHMS for algorithm in algorithms)
+        # The source's own training config and stages go along: a transfer from this run's model trains
+        # with the hyper-parameters of the run that built it from scratch (navzoo.transfer.config).
         self.initialised_from = {
             "source": source,
             "algorithm": config.get("algorithm"),
             **({"teacher": (config.get("imitation") or {}).get("teacher")} if imitated else {}),
             "frames": before.get("frames"),
             "wall_time_s": before.get("wall_time_s"),
+            **({"train_config": config} if config else {}),
+            **({"stages": before["stages"]} if "stages" in before else {}),
             **({"added_inputs": [SEEN_MAP]} if adds_seen_map else {}),
             **({"initialised_from": before["initialised_from"]} if "initialised_from" in before else {}),
         }

@@ -1,9 +1,11 @@
 """What a transfer run is: the setting and its base model (TransferConfig, transfer.yaml in the run folder),
 and the DD-PPO training config it runs under (train_config.yaml, as for `navzoo train`).
 
-The training config starts from the base model's own (DD-PPO section 6 and appendix F: the transfer runs
-use the PointGoal experiments' PPO hyper-parameters), or from the DD-PPO defaults with the base model's
-cameras when the base was not trained by navzoo (a converted habitat checkpoint). The task becomes Flee or
+The training config starts from the one that trained the base model from scratch (DD-PPO section 6 and
+appendix F: the transfer runs use the PointGoal experiments' PPO hyper-parameters; a base fine-tuned from
+another model by a later run, e.g. kickstarted, keeps the first run's, not that run's warm-ups and small
+learning rate), or from the DD-PPO defaults with the base model's cameras when the base was not trained by
+navzoo (a converted habitat checkpoint). The task becomes Flee or
 Explore, and `key=value` overrides apply last.
 """
 
@@ -76,7 +78,12 @@ def transfer_train_config(
 ) -> TrainConfig:
     """The DD-PPO config of a transfer run from `base` (see the module docstring)."""
     provenance = base.provenance or {}
-    data = provenance.get("train_config") if provenance.get("source") == "navzoo train" else None
+    data = None
+    if provenance.get("source") == "navzoo train":
+        record = provenance
+        while record is not None:  # down to the run that trained from scratch, as far as recorded
+            data = record.get("train_config") or data
+            record = record.get("initialised_from")
     data = dict(data) if isinstance(data, dict) else {}
     sim = dict(data.get("sim") or {})
     if not sim:  # not trained by navzoo: DD-PPO defaults, with the base model's cameras
