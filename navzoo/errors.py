@@ -29,7 +29,7 @@ class ConfigError(NavzooError, ValueError):
     ):
         if not isinstance(allowed, str):
             allowed = "one of " + ", ".join(repr(a) for a in allowed)
-        self.field, self.value, self.allowed = field, value, allowed
+        self.field, self.value, self.allowed, self.suggestion = field, value, allowed, suggestion
         hint = f"did you mean {suggestion!r}? Allowed values are" if suggestion else "allowed values are"
         super().__init__(f"invalid {field}={_quote.repr(value)}: {hint} {allowed}")
 

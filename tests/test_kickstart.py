@@ -91,8 +91,7 @@ def test_the_teacher_labels_and_the_learner_drives():
         (
             [
                 "algorithm=dagger",
-                "finetune.from_frames=4096",
-                "finetune.algorithm=kickstart",
+                "finetune=[{from_frames: 4096, algorithm: kickstart}]",
                 "imitation.map_weight=1",
                 "imitation.teacher=map-planner",
             ],
@@ -102,4 +101,4 @@ def test_the_teacher_labels_and_the_learner_drives():
 )
 def test_kickstart_settings_that_cannot_work_are_refused(overrides, field):
     with pytest.raises(ConfigError, match=field):
-        load_config("navzoo-pointnav-depth", ["finetune.from_frames=0", *overrides])
+        load_config("navzoo-pointnav-depth", ["finetune=[]", *overrides])

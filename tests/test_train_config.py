@@ -10,7 +10,14 @@ import yaml
 from navzoo.errors import ConfigError
 from navzoo.models import GOAL_SENSOR
 from navzoo.train import trainer as trainer_module
-from navzoo.train.config import TrainConfig, apply_override, load_config, preset_names
+from navzoo.train.config import (
+    FinetuneConfig,
+    TrainConfig,
+    apply_override,
+    load_config,
+    preset_names,
+    recipe_algorithms,
+)
 
 PRESETS = preset_names()
 
@@ -254,14 +261,33 @@ def test_bps_lr_scaling(monkeypatch, overrides, world_size, expected):
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        (["finetune.from_frames=4096"], "finetune.from_frames"),  # DD-PPO fine-tunes imitation only
+        (["finetune.from_frames=4096"], "finetune"),  # later stages follow imitation only
         (
             ["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.num_steps=8"],
-            "finetune.ppo.num_steps",
+            "finetune.0.ppo.num_steps",
         ),
-        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lrr=1e-4"], "finetune.ppo.lrr"),
-        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lr=-1"], "finetune.ppo.lr"),
-        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.algorithm=sac"], "finetune.algorithm"),
+        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lrr=1e-4"], "finetune.0.ppo.lrr"),
+        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lr=-1"], "finetune.0.ppo.lr"),
+        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.algorithm=sac"], "finetune.0.algorithm"),
+        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.lr=1e-4"], "finetune.0.lr"),
+        (
+            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.imitation.teacher=map-planner"],
+            "finetune.0.imitation.teacher",  # the teacher keeps its maps across the switch
+        ),
+        (
+            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.imitation.inflection_weight=0"],
+            "finetune.0.imitation.inflection_weight",
+        ),
+        (
+            ["algorithm=dagger", "finetune=[{from_frames: 4096}, {from_frames: 4096}]"],
+            "finetune.1.from_frames",
+        ),
+        (["algorithm=dagger", "finetune=[{from_frames: -1}]"], "finetune.0.from_frames"),
+        (
+            ["algorithm=dagger", "finetune=[{from_frames: 4096}, {from_frames: 8192, algorithm: dagger}]"],
+            "finetune.1.algorithm",  # once a stage has let the teacher go, none can have it back
+        ),
+        (["algorithm=dagger", "finetune=4096"], "finetune"),
     ],
 )
 def test_finetune_block_errors_name_the_key(overrides, field):
@@ -274,5 +300,48 @@ def test_finetune_block_changes_only_its_stage():
     config = load_config(
         "navzoo-pointnav-depth-il", ["finetune.from_frames=100000", "finetune.ppo.lr=2.5e-4"]
     )
-    assert config.ppo.lr == 5e-4 and config.finetune.ppo_config(config.ppo).lr == 2.5e-4
-    assert config.finetune.ppo_config(config.ppo).num_steps == config.ppo.num_steps
+    (stage,) = config.finetune
+    assert config.ppo.lr == 5e-4 and stage.ppo_config(config.ppo).lr == 2.5e-4
+    assert stage.ppo_config(config.ppo).num_steps == config.ppo.num_steps
+
+
+def test_stages_as_a_list_and_overrides_by_index():
+    """A run can have more than two stages; an override names a stage by its index, and each stage's
+    `ppo` and `imitation` blocks change the run's own for that stage alone."""
+    stages = (
+        "finetune=[{from_frames: 4096, algorithm: dagger, ppo: {lr: 2.0e-4}},"
+        " {from_frames: 8192, algorithm: kickstart, imitation: {kickstart_weight: 0.5}}]"
+    )
+    config = load_config("pointnav-blind", ["algorithm=dagger", stages, "finetune.1.ppo.lr=1e-4"])
+    settings = config.stage_settings()
+    assert [(prefix, s.algorithm, s.ppo.lr) for prefix, s in settings] == [
+        ("", "dagger", config.ppo.lr),
+        ("finetune.0.", "dagger", 2e-4),
+        ("finetune.1.", "kickstart", 1e-4),
+    ]
+    assert [s.imitation.kickstart_weight for _, s in settings] == [1.0, 1.0, 0.5]
+    assert TrainConfig.from_dict(yaml.safe_load(yaml.safe_dump(config.to_dict()))) == config
+    with pytest.raises(ConfigError, match=r"finetune\.2\.ppo\.lr=1e-4.: allowed values are an index below 2"):
+        load_config("pointnav-blind", ["algorithm=dagger", stages, "finetune.2.ppo.lr=1e-4"])
+    with pytest.raises(ConfigError, match=r"'finetune' is a list: name an item, finetune\.0\.from_frames"):
+        load_config("pointnav-blind", ["algorithm=dagger", stages, "finetune.from_frames=0"])
+    assert load_config("pointnav-blind", ["algorithm=dagger", stages, "finetune=[]"]).finetune == ()
+
+
+def test_one_stage_as_a_mapping_as_configs_held_it_before():
+    """A saved config or YAML with `finetune` as one mapping reads as a one-stage list; from_frames 0 there
+    means no later stage."""
+    one = {"from_frames": 4096, "algorithm": "kickstart", "ppo": {"lr": 1e-4}}
+    config = TrainConfig.from_dict({"model": "pointnav-blind", "algorithm": "dagger", "finetune": one})
+    assert config.finetune == (FinetuneConfig(**one),)
+    none = TrainConfig.from_dict(
+        {"model": "pointnav-blind", "finetune": {"from_frames": 0, "algorithm": "ppo"}}
+    )
+    assert none.finetune == ()
+    assert recipe_algorithms({"algorithm": "dagger", "finetune": one}) == ["dagger", "kickstart"]
+    assert recipe_algorithms({"algorithm": "ppo", "finetune": {"from_frames": 0}}) == ["ppo"]
+    assert recipe_algorithms({"algorithm": "dagger", "finetune": [one, {**one, "from_frames": 8192}]}) == [
+        "dagger",
+        "kickstart",
+        "kickstart",
+    ]

@@ -484,15 +484,45 @@ def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
     ]
 
 
+def test_three_stages_in_one_run_resume_inside_the_middle_one(tmp_path):
+    """A run of three stages (DAgger, DAgger at another rate with its head learning on, then kickstarting
+    with the head off and its own teacher weight) stopped in the middle stage resumes there, exactly, and
+    switches to the third on time; the model card's stages list all three."""
+    f = FRAMES_PER_UPDATE
+    stages = (
+        f"finetune=[{{from_frames: {2 * f}, algorithm: dagger, ppo: {{lr: 1.0e-3}}}},"
+        f" {{from_frames: {4 * f}, algorithm: kickstart, ppo: {{lr: 5.0e-4, critic_warmup_updates: 1}},"
+        " imitation: {bearing_weight: 0.0, kickstart_weight: 0.5}}]"
+    )
+    extra = (
+        "algorithm=dagger",
+        f"imitation.oracle_decay_frames={2 * f}",
+        "imitation.bearing_weight=0.5",
+        stages,
+    )
+    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
+    rows, _ = _log(tmp_path / "one_go")
+    first_lr = load_config(PRESET).ppo.lr
+    assert [r["train/lr"] for r in rows] == pytest.approx([first_lr] * 2 + [1e-3] * 2 + [5e-4] * 2)
+    assert all("loss/bearing" in r for r in rows[:4]) and not any("loss/bearing" in r for r in rows[4:])
+    assert all(r["train/oracle_share"] == 0.0 and "loss/clip_fraction" in r for r in rows[4:])
+    provenance = json.loads((tmp_path / "one_go" / "config.json").read_text())["provenance"]
+    assert [(s["algorithm"], s["frames"]) for s in provenance["stages"]] == [
+        ("dagger", 2 * f),
+        ("dagger", 2 * f),
+        ("kickstart", 2 * f),
+    ]
+
+
 def test_a_checkpoint_written_before_the_shared_config_base_resumes(tmp_path):
-    """Checkpoints written before finetune.algorithm existed, and with ppo.aux_tasks pickled as a tuple,
-    as navzoo wrote them then, resume."""
+    """Checkpoints written before finetune.algorithm existed (when `finetune` was one mapping), and with
+    ppo.aux_tasks pickled as a tuple, as navzoo wrote them then, resume."""
     run_dir = tmp_path / "run"
     config = load_config(PRESET, [*TINY, *ADAM, f"total_frames={2 * FRAMES_PER_UPDATE}"])
     train(config, run_dir)
     path = ckpt.latest_checkpoint(run_dir)
     state = torch.load(path, map_location="cpu", weights_only=True)
-    del state["config"]["finetune"]["algorithm"]
+    state["config"]["finetune"] = {"from_frames": 0}  # one mapping, and no algorithm in it
     state["config"]["ppo"]["aux_tasks"] = ()
     torch.save(state, path)
     result = train(config.replace(total_frames=3 * FRAMES_PER_UPDATE), run_dir, resume=True)

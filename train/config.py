@@ -28,7 +28,7 @@ from navzoo.names import SEEN_MAP
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
 from navzoo.train.config_options import preset_names, presets_folder
-from navzoo.typed_config import check_field_types
+from navzoo.typed_config import check_field_types, is_decimal
 from navzoo.zoo import model_entry
 
 ALGORITHMS = ("ppo", "dagger", "kickstart")
@@ -184,34 +184,51 @@ class ImitationConfig(Config):
 
 @dataclass(frozen=True)
 class FinetuneConfig(Config):
-    """The second stage of an imitation run, in the same run: from `from_frames` frames on, up to
-    total_frames, it trains with `algorithm` and the `ppo` block changed by `ppo`, with a fresh optimiser
-    and the learning-rate schedule counted from the switch. "ppo" is DD-PPO fine-tuning (PIRLNav, Ramrakhya
-    et al. 2023; set critic_warmup_updates / actor_warmup_updates here); "dagger" goes on imitating, e.g.
-    at a lower, decaying learning rate; "kickstart" is DD-PPO with the teacher's cross-entropy added
-    (imitation.kickstart_weight). 0: one stage."""
+    """A later stage of a run, in the same run: from `from_frames` frames on, until the next stage begins or
+    total_frames, it trains with `algorithm`, the `ppo` block changed by `ppo` and the `imitation` block
+    changed by `imitation`, with a fresh optimiser and the learning-rate schedule counted from its start.
+    "ppo" is DD-PPO fine-tuning (PIRLNav, Ramrakhya et al. 2023; set critic_warmup_updates /
+    actor_warmup_updates here); "dagger" goes on imitating, e.g. at a lower, decaying learning rate;
+    "kickstart" is DD-PPO with the teacher's cross-entropy added (imitation.kickstart_weight)."""
 
     from_frames: int = 0
     algorithm: str = "ppo"
     ppo: dict[str, Any] = field(default_factory=dict)
+    imitation: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         check_field_types(self, "finetune.")
-        if self.algorithm not in ALGORITHMS:
-            raise ConfigError("finetune.algorithm", self.algorithm, ALGORITHMS)
+        _one_of("finetune.algorithm", self.algorithm, ALGORITHMS)
 
-    def ppo_config(self, base: PPOConfig) -> PPOConfig:
-        """The `ppo` block of the fine-tuning stage; ConfigError for a key PPOConfig does not have or that
-        the rollout's size depends on."""
+    def ppo_config(self, base: PPOConfig, block: str = "finetune") -> PPOConfig:
+        """The `ppo` block of this stage; ConfigError for a key PPOConfig does not have or that the
+        rollout's size depends on. `block` names the stage in errors."""
         if "num_steps" in self.ppo:
-            raise ConfigError("finetune.ppo.num_steps", self.ppo["num_steps"], "unset: rollouts keep a size")
-        check_keys(PPOConfig, self.ppo, "finetune.ppo")
-        try:
-            config = base.replace(**self.ppo)
-            config.validate()
-        except ConfigError as err:
-            raise ConfigError(f"finetune.{err.field}", err.value, err.allowed) from None
-        return config
+            raise ConfigError(f"{block}.ppo.num_steps", self.ppo["num_steps"], "unset: rollouts keep a size")
+        return _changed_block(base, self.ppo, f"{block}.ppo", "ppo")
+
+    def imitation_config(self, base: ImitationConfig, block: str = "finetune") -> ImitationConfig:
+        """The `imitation` block of this stage; the teacher stays the run's, since it keeps its maps across
+        the switch."""
+        if "teacher" in self.imitation:
+            raise ConfigError(
+                f"{block}.imitation.teacher",
+                self.imitation["teacher"],
+                "unset: set the run's imitation.teacher",
+            )
+        return _changed_block(base, self.imitation, f"{block}.imitation", "imitation")
+
+
+def _changed_block(base: Any, changes: dict[str, Any], block: str, prefix: str) -> Any:
+    """`base` with `changes`, validated, errors naming `block` instead of `prefix`."""
+    check_keys(type(base), changes, block)
+    try:
+        config = base.replace(**changes)
+        config.validate()
+    except ConfigError as err:
+        field = f"{block}{err.field.removeprefix(prefix)}"
+        raise ConfigError(field, err.value, err.allowed, suggestion=err.suggestion) from None
+    return config
 
 
 @dataclass(frozen=True)
@@ -265,7 +282,9 @@ class TrainConfig(Config):
     algorithm: str = "ppo"
     ppo: PPOConfig = field(default_factory=PPOConfig)
     imitation: ImitationConfig = field(default_factory=ImitationConfig)
-    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)  # DD-PPO after imitation, one run
+    # The later stages of the run, in order (FinetuneConfig): e.g. DD-PPO after imitation. YAML may give
+    # one stage as a mapping (one with from_frames 0 is none); errors name a stage by its index.
+    finetune: tuple[FinetuneConfig, ...] = ()
     distributed: DistributedConfig = field(default_factory=DistributedConfig)
     wandb: WandbConfig = field(default_factory=WandbConfig)
     total_frames: int = 10_000_000  # frames of experience summed over all workers
@@ -292,35 +311,7 @@ class TrainConfig(Config):
                 self.algorithm,
                 f"'ppo' on {self.sim.task}: {self.algorithm}'s teacher walks to a goal, which it has not",
             )
-        if self.finetune.from_frames:
-            if self.algorithm != "dagger":
-                raise ConfigError(
-                    "finetune.from_frames", self.finetune.from_frames, "0 unless algorithm is dagger"
-                )
-            if self.finetune.from_frames < 0:
-                raise ConfigError(
-                    "finetune.from_frames", self.finetune.from_frames, "a number of frames >= 0"
-                )
-            second = self.finetune.ppo_config(self.ppo)
-            if second.aux_tasks and self.finetune.algorithm == "dagger":
-                raise ConfigError(
-                    "finetune.ppo.aux_tasks",
-                    second.aux_tasks,
-                    "[] with finetune.algorithm dagger (they serve PPO)",
-                )
-        if self.ppo.aux_tasks and self.algorithm == "dagger":
-            raise ConfigError(
-                "ppo.aux_tasks", self.ppo.aux_tasks, "[] with algorithm dagger (they serve PPO)"
-            )
-        second_stage = self.finetune.algorithm if self.finetune.from_frames else None
-        kickstarts = "kickstart" in (self.algorithm, second_stage)
-        for name in ("bearing_weight", "depth_weight", "map_weight"):
-            if kickstarts and getattr(self.imitation, name) > 0:
-                raise ConfigError(
-                    f"imitation.{name}",
-                    getattr(self.imitation, name),
-                    "0 with kickstart (the heads are DAgger's; kickstarting adds the teacher's actions)",
-                )
+        self._validate_stages()
         if self.sim.split != "train":
             raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")
         if self.sim.num_envs < self.ppo.num_mini_batch:
@@ -345,12 +336,64 @@ class TrainConfig(Config):
                 raise ConfigError(
                     "ppo.aux_tasks", self.ppo.aux_tasks, "[] for a blind policy (they read visual embeddings)"
                 )
-            if self.uses_teacher and self.imitation.depth_weight > 0 and policy.is_blind:
+            for block, stage in self.stage_settings():
+                if stage.uses_teacher and stage.imitation.depth_weight > 0 and policy.is_blind:
+                    raise ConfigError(
+                        f"{block}imitation.depth_weight",
+                        stage.imitation.depth_weight,
+                        "0 for a blind policy (depth is predicted from the visual embedding)",
+                    )
+
+    def _validate_stages(self) -> None:
+        """Each stage's blocks, the order of the stages, and what each algorithm allows."""
+        if self.finetune and self.algorithm != "dagger":
+            starts = [stage.from_frames for stage in self.finetune]
+            raise ConfigError(
+                "finetune", starts, "[] unless algorithm is dagger (later stages follow imitation)"
+            )
+        previous_start, teacher_gone = 0, False
+        for index, stage in enumerate(self.finetune):
+            if stage.from_frames <= previous_start:
+                before = ", where the stage before it starts" if index else ""
+                allowed = f"a number of frames > {previous_start}{before}"
+                raise ConfigError(f"finetune.{index}.from_frames", stage.from_frames, allowed)
+            previous_start = stage.from_frames
+            if teacher_gone and stage.algorithm in TEACHER_ALGORITHMS:
                 raise ConfigError(
-                    "imitation.depth_weight",
-                    self.imitation.depth_weight,
-                    "0 for a blind policy (depth is predicted from the visual embedding)",
+                    f"finetune.{index}.algorithm",
+                    stage.algorithm,
+                    "'ppo': a stage before it let the teacher go",
                 )
+            teacher_gone = stage.algorithm not in TEACHER_ALGORITHMS
+        for block, stage in self.stage_settings():
+            if stage.ppo.aux_tasks and stage.algorithm == "dagger":
+                raise ConfigError(
+                    f"{block}ppo.aux_tasks", stage.ppo.aux_tasks, "[] with algorithm dagger (they serve PPO)"
+                )
+            for name in ("bearing_weight", "depth_weight", "map_weight"):
+                if stage.algorithm == "kickstart" and getattr(stage.imitation, name) > 0:
+                    raise ConfigError(
+                        f"{block}imitation.{name}",
+                        getattr(stage.imitation, name),
+                        "0 with kickstart (the heads are DAgger's; kickstarting adds the teacher's actions)",
+                    )
+
+    def stage_settings(self) -> list[tuple[str, StageSettings]]:
+        """Every stage of the run with the settings it trains with, and the prefix that names its keys:
+        "" for the first stage, "finetune.<index>." for a later one."""
+        first = StageSettings(self.algorithm, self.ppo, self.imitation)
+        later = [
+            (
+                f"finetune.{i}.",
+                StageSettings(
+                    stage.algorithm,
+                    stage.ppo_config(self.ppo, f"finetune.{i}"),
+                    stage.imitation_config(self.imitation, f"finetune.{i}"),
+                ),
+            )
+            for i, stage in enumerate(self.finetune)
+        ]
+        return [("", first), *later]
 
     def policy_config(self) -> PolicyConfig:
         """The zoo architecture `model` with `policy` overrides; sensors and resolution follow `sim`."""
@@ -395,13 +438,14 @@ class TrainConfig(Config):
         if not self.uses_teacher:
             return ()
         wanted = TEACHER_SENSORS[self.imitation.teacher]
-        if self.imitation.depth_weight > 0:
+        if any(stage.uses_teacher and stage.imitation.depth_weight > 0 for _, stage in self.stage_settings()):
             wanted += ("depth",)
         return tuple(s for s in dict.fromkeys(wanted) if s not in self.sim.sensors)
 
     @property
     def uses_teacher(self) -> bool:
-        """Whether a teacher labels the steps from the start of the run (a second stage may add one)."""
+        """Whether a teacher labels the steps from the start of the run (only then may later stages have
+        one)."""
         return self.algorithm in TEACHER_ALGORITHMS
 
     def worker_device(self) -> str:
@@ -418,9 +462,48 @@ class TrainConfig(Config):
         check_keys(cls, data, block)
         if "sim" in data:
             data = {**data, "sim": _train_sim(data["sim"])}
+        if "finetune" in data:
+            data = {**data, "finetune": _stages(data["finetune"])}
         config = super().from_dict(data, block)
         config.validate()
         return config
+
+
+@dataclass(frozen=True)
+class StageSettings:
+    """What one stage of a run trains with: its algorithm and its `ppo` and `imitation` blocks."""
+
+    algorithm: str
+    ppo: PPOConfig
+    imitation: ImitationConfig
+
+    @property
+    def uses_teacher(self) -> bool:
+        return self.algorithm in TEACHER_ALGORITHMS
+
+
+def _stages(data: Any) -> tuple[FinetuneConfig, ...]:
+    """The later stages from YAML or JSON: a list of FinetuneConfig mappings, or one mapping (as configs
+    held it before a run could have more than two stages), which with from_frames 0 is none."""
+    if isinstance(data, dict):
+        data = [data] if data.get("from_frames") else []
+    if not isinstance(data, list | tuple):
+        raise ConfigError("finetune", data, "a list of stages (mappings of FinetuneConfig fields), or []")
+    stages = []
+    for index, stage in enumerate(data):
+        try:
+            stages.append(stage if isinstance(stage, FinetuneConfig) else FinetuneConfig.from_dict(stage))
+        except ConfigError as err:  # name the stage: finetune.1.algorithm
+            field = f"finetune.{index}.{err.field.removeprefix('finetune.').removeprefix('config')}"
+            raise ConfigError(field.rstrip("."), err.value, err.allowed, suggestion=err.suggestion) from None
+    return tuple(stages)
+
+
+def recipe_algorithms(train_config: dict[str, Any]) -> list[str]:
+    """The algorithms of a run's stages, in order, from the train_config a model's provenance holds (one
+    written before runs had more than two stages holds `finetune` as one mapping)."""
+    stages = _stages(train_config.get("finetune") or [])
+    return [train_config.get("algorithm", "ppo"), *(stage.algorithm for stage in stages)]
 
 
 def load_config(source: str | Path, overrides: list[str] = ()) -> TrainConfig:
@@ -450,9 +533,16 @@ def apply_override(data: dict[str, Any], item: str) -> None:
         raise ConfigError("override", item, "key=value, e.g. ppo.lr=1e-4 or sim.num_envs=32")
     *parents, leaf = key.split(".")
     node = data
-    for name in parents:
-        node = node.setdefault(name, {})
-        if not isinstance(node, dict):
+    for position, name in enumerate(parents):
+        # A list holds blocks named by their index, e.g. the stages: finetune.1.ppo.lr=1e-4
+        node = _list_item(node, name, item) if isinstance(node, list) else node.setdefault(name, {})
+        if isinstance(node, list) and position == len(parents) - 1:
+            raise ConfigError(
+                "override",
+                item,
+                f"a key inside a block ({name!r} is a list: name an item, {name}.0.{leaf}=...)",
+            )
+        if not isinstance(node, dict | list):
             raise ConfigError("override", item, f"a key inside a block ({name!r} is not one)")
     try:
         node[leaf] = yaml.load(raw, Loader=_YamlLoader)
@@ -497,3 +587,9 @@ def _positive(name: str, value: float) -> None:
 def _one_of(name: str, value: Any, allowed: tuple) -> None:
     if value not in allowed:
         raise ConfigError(name, value, allowed)
+
+
+def _list_item(items: list, index: str, item: str) -> Any:
+    if not (is_decimal(index) and int(index) < len(items)):
+        raise ConfigError("override", item, f"an index below {len(items)} where the key names a list item")
+    return items[int(index)]

@@ -38,7 +38,13 @@ from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.callbacks import TrainerCallback
-from navzoo.train.config import TEACHER_ALGORITHMS, PPOConfig, TrainConfig
+from navzoo.train.config import (
+    TEACHER_ALGORITHMS,
+    ImitationConfig,
+    PPOConfig,
+    TrainConfig,
+    recipe_algorithms,
+)
 from navzoo.train.distributed import (
     RolloutPreemption,
     Workers,
@@ -145,10 +151,8 @@ class Trainer:
         self.teacher = None
         if config.uses_teacher:
             self.teacher = OracleTeacher(self.sim, config.imitation, drives=config.algorithm == "dagger")
-        self.ppo = self._update_rule(config.algorithm, config.ppo)
-        # Where the second stage takes over from imitation in this run (FinetuneConfig), and the stages
-        # done so far.
-        self.finetune_from = config.finetune.from_frames or None
+        self.ppo = self._update_rule(config.algorithm, config.ppo, config.imitation)
+        # The stages done so far in this run (the later ones are config.finetune).
         self.stages: list[dict[str, Any]] = []  # finished stages: algorithm, frames, wall time
         self.stage_start = (0, 0, 0.0)  # (update, frames, elapsed_s) where the current stage began
         self.preemption = RolloutPreemption(
@@ -169,43 +173,51 @@ class Trainer:
             lr *= math.sqrt(batch / ppo.reference_batch)
         return lr
 
-    def _start_finetuning(self) -> None:
-        """Begin the second stage with a fresh optimiser: DD-PPO with no teacher from here on (PIRLNav), or
-        more imitation with the stage's own `ppo` block."""
-        cfg = self.config
+    def _start_next_stage(self) -> None:
+        """Begin the run's next stage (config.finetune) with a fresh optimiser: DD-PPO with no teacher from
+        here on (PIRLNav), kickstarting, whose teacher labels and no longer drives, or more imitation, each
+        with the stage's own `ppo` and `imitation` blocks."""
+        _, settings = self.config.stage_settings()[len(self.stages) + 1]
         self.stages.append(self._current_stage())
         self.stage_start = (self.update, self.frames, self.elapsed_s)
-        heads = self.ppo.trainable.head if isinstance(self.ppo, DAgger) else None  # they go on learning
-        if cfg.finetune.algorithm == "ppo":
+        # DAgger's heads go on learning in a DAgger stage that follows one.
+        heads = self.ppo.trainable.head if isinstance(self.ppo, DAgger) else None
+        if not settings.uses_teacher:
             self.teacher = None
-        elif cfg.finetune.algorithm == "kickstart":
-            self.teacher.drives = False  # PPO learns from the learner's own actions
-        self.ppo = self._update_rule(cfg.finetune.algorithm, cfg.finetune.ppo_config(cfg.ppo), heads)
+        else:
+            self.teacher.config = settings.imitation
+            self.teacher.drives = settings.algorithm == "dagger"  # PPO learns from the learner's own actions
+        self.ppo = self._update_rule(settings.algorithm, settings.ppo, settings.imitation, heads)
 
-    def _update_rule(self, algorithm: str, ppo: PPOConfig, heads: ImitationHeads | None = None) -> PPO:
-        """The update of `algorithm` with the settings of `ppo` and a fresh optimiser; `heads`: DAgger's
-        heads of an earlier stage, which go on learning."""
-        cfg, distributed = self.config, self.workers.distributed
+    def _next_stage_from(self) -> int | None:
+        """The frame where the next stage begins; None in the last stage."""
+        later = self.config.finetune[len(self.stages) :]
+        return later[0].from_frames if later else None
+
+    def _update_rule(
+        self, algorithm: str, ppo: PPOConfig, imitation: ImitationConfig, heads: ImitationHeads | None = None
+    ) -> PPO:
+        """The update of `algorithm` with the settings of `ppo` (and the teacher's `imitation`) and a fresh
+        optimiser; `heads`: DAgger's heads of an earlier stage, which go on learning."""
+        distributed = self.workers.distributed
         if algorithm == "dagger":
-            return DAgger(self.policy, ppo, cfg.imitation, self._lr(ppo), self.device, distributed, heads)
+            return DAgger(self.policy, ppo, imitation, self._lr(ppo), self.device, distributed, heads)
         if algorithm == "kickstart":
-            return Kickstart(self.policy, ppo, cfg.imitation, self._lr(ppo), self.device, distributed)
+            return Kickstart(self.policy, ppo, imitation, self._lr(ppo), self.device, distributed)
         return PPO(self.policy, ppo, self._lr(ppo), self.device, distributed)
 
     def _current_stage(self) -> dict[str, Any]:
         """The stage running now, as far as it has come: its algorithm, frames and wall time."""
         _, frames, elapsed = self.stage_start
-        algorithm = self.config.finetune.algorithm if self.stages else self.config.algorithm
+        _, settings = self.config.stage_settings()[len(self.stages)]
         wall = self.elapsed_s - elapsed
-        return {"algorithm": algorithm, "frames": self.frames - frames, "wall_time_s": wall}
+        return {"algorithm": settings.algorithm, "frames": self.frames - frames, "wall_time_s": wall}
 
     def _stage_progress(self) -> tuple[float, int]:
         """How far the current stage has come: the share of its frames done, and its updates done."""
         cfg = self.config
         start_update, start_frames, _ = self.stage_start
-        end = (
-            cfg.total_frames if self.stages else min(self.finetune_from or cfg.total_frames, cfg.total_frames)
-        )
+        end = min(self._next_stage_from() or cfg.total_frames, cfg.total_frames)
         done = (self.frames - start_frames) / max(1, end - start_frames)
         return min(1.0, done), self.update - start_update
 
@@ -265,8 +277,8 @@ class Trainer:
             for callback in self.callbacks:
                 callback.on_train_start(self)
             while self.frames < cfg.total_frames and self.stop_reason is None:
-                if not self.stages and self.finetune_from is not None and self.frames >= self.finetune_from:
-                    self._start_finetuning()
+                while (start := self._next_stage_from()) is not None and self.frames >= start:
+                    self._start_next_stage()
                 started = time.perf_counter()
                 hidden, rollout = self._collect(storage, hidden)
                 learn_start = time.perf_counter()
@@ -499,8 +511,9 @@ class Trainer:
         counters = state["counters"]
         self.update, self.frames = counters["update"], counters["frames"]
         self.episodes, self.elapsed_s = counters["episodes"], counters["elapsed_s"]
-        if state.get("stages"):  # saved in the second stage: continue with it
-            self._start_finetuning()
+        for _ in state.get("stages", []):  # saved in a later stage: continue with it
+            self._start_next_stage()
+        if state.get("stages"):
             self.stages = state["stages"]
             self.stage_start = tuple(state["stage_start"])
         self.ppo.load_state_dict(state["ppo"])
@@ -537,8 +550,7 @@ class Trainer:
         # What the weights had learnt before this run, for the model card: the recipe, stage by stage.
         before = model.provenance or {}
         config = before.get("train_config") or {}
-        algorithms = (config.get("algorithm"), (config.get("finetune") or {}).get("algorithm"))
-        imitated = any(algorithm in TEACHER_ALGORITHMS for algorithm in algorithms)
+        imitated = any(algorithm in TEACHER_ALGORITHMS for algorithm in recipe_algorithms(config))
         # The source's own training config and stages go along: a transfer from this run's model trains
         # with the hyper-parameters of the run that built it from scratch (navzoo.transfer.config).
         self.initialised_from = {

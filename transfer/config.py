@@ -92,7 +92,7 @@ def transfer_train_config(
     # Transfer trains by DD-PPO, also from a base that learnt by imitation (its teacher walks to a goal),
     # and starts from the base given, not from whatever the base itself was initialised from.
     data.update(
-        sim=sim, model=None, init_from=None, policy={}, rank_sim_overrides={}, algorithm="ppo", finetune={}
+        sim=sim, model=None, init_from=None, policy={}, rank_sim_overrides={}, algorithm="ppo", finetune=()
     )
     if frames is not None:
         data["total_frames"] = frames
