@@ -444,7 +444,7 @@ def test_transfer_from_an_imitation_trained_base_trains_by_ddppo_from_that_base(
     base = navzoo.load("navzoo-pointnav-depth")
     assert base.provenance["train_config"]["algorithm"] == "dagger"
     config = transfer_train_config(base, "flee", FRAMES)
-    assert (config.algorithm, config.finetune.from_frames, config.init_from) == ("ppo", 0, None)
+    assert (config.algorithm, config.finetune, config.init_from) == ("ppo", (), None)
     assert config.sim.task == "flee"
 
 
