@@ -218,7 +218,7 @@ def test_depth_head_needs_eyes_and_renders_depth_for_an_rgb_learner():
     with pytest.raises(ConfigError, match=r"imitation\.depth_weight=-1"):
         load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=-1"])
     second_stage = ["algorithm=dagger", "finetune.from_frames=8192", "finetune.algorithm=dagger"]
-    with pytest.raises(ConfigError, match=r"finetune\.ppo\.aux_tasks"):
+    with pytest.raises(ConfigError, match=r"finetune\.0\.ppo\.aux_tasks"):
         load_config("pointnav-blind", [*second_stage, "finetune.ppo.aux_tasks=[inverse_dynamics]"])
 
 
