@@ -1,14 +1,18 @@
 """Training configuration: YAML presets plus `key=value` overrides, checked into frozen dataclasses.
 
-A config has four blocks and a few run-level fields:
+A config has these blocks and a few run-level fields:
 
     model: bps-se-resnet9        # zoo architecture the policy is built from
     policy: {hidden_size: 256}   # PolicyConfig fields that change it (sensors and resolution follow `sim`)
     sim: {...}                   # SimConfig fields for each worker's batch of environments
-    ppo: {...}                   # PPOConfig: the learning algorithm
+    algorithm: ppo               # ppo (DD-PPO), dagger or kickstart
+    ppo: {...}                   # PPOConfig: the update, its optimiser and rollouts
+    imitation: {...}             # ImitationConfig: the teacher of dagger and kickstart
+    finetune: [...]              # the run's later stages (FinetuneConfig), each changing ppo and imitation
     distributed: {...}           # DistributedConfig: preemption threshold, backend
 
-Overrides use dotted names, values parsed as YAML: `ppo.lr=1e-4 sim.num_envs=32 total_frames=2e6`.
+Overrides use dotted names, values parsed as YAML: `ppo.lr=1e-4 sim.num_envs=32 total_frames=2e6`; an
+item of a list is named by its index: `finetune.1.ppo.lr=5e-5`.
 """
 
 from __future__ import annotations
