@@ -17,6 +17,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 from navzoo.evaluation import format_estimate
 from navzoo.models import NeuralControllerConfig, config_from_dict
 from navzoo.models.hub_mixin import CARD_BEGIN, CARD_END
+from navzoo.models.metadata import training_records
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import CardText, get_task
 
@@ -227,8 +228,8 @@ def _stages(provenance: dict[str, Any]) -> str:
     run, or by another started from it with init_from) reads "imitation of the map-planner teacher ... for
     5,000,000 frames (1.4 h), then DD-PPO for 1,000,000 frames (17 min)". A run that added an input to the
     policy it started from (the seen_map) says so where it begins."""
-    runs, record = [], provenance
-    while record:
+    runs = []
+    for record in training_records(provenance):
         config = record.get("train_config") or {}
         algorithm = record.get("algorithm") or config.get("algorithm", "ppo")
         # Records from before the teacher was a choice imitated the shortest path.
@@ -236,7 +237,6 @@ def _stages(provenance: dict[str, Any]) -> str:
         stages = record.get("stages") or [{**record, "algorithm": algorithm}]
         added = (record.get("initialised_from") or {}).get("added_inputs") or []
         runs.append([(stage, teacher, added if i == 0 else []) for i, stage in enumerate(stages)])
-        record = record.get("initialised_from")
     stages = [stage for run in reversed(runs) for stage in run]
     return ", then ".join(
         ("with the " + " and ".join(added) + " sensor added as an input, " if added else "")

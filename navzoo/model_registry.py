@@ -21,7 +21,7 @@ from typing import Any
 
 from navzoo.errors import UnknownModelError
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
-from navzoo.models.metadata import ModelMetadata
+from navzoo.models.metadata import ModelMetadata, training_records
 from navzoo.models.weights import read_config
 
 DDPPO_PAPER = (
@@ -291,8 +291,8 @@ def _shipped(name: str, description: str) -> None:
     folder = PACKAGED_WEIGHTS / name
     config, _ = read_config(folder)
     record = config.metadata.provenance or {}
-    # A run started from another's weights (init_from) counts that run's frames too.
-    frames = record.get("frames", 0) + (record.get("initialised_from") or {}).get("frames", 0)
+    # A run started from another's weights (init_from) counts that run's frames too, and so on down.
+    frames = sum(run.get("frames", 0) for run in training_records(record))
     provenance = Provenance(
         paper=DDPPO_PAPER,
         paper_url=DDPPO_URL,

@@ -21,6 +21,7 @@ import yaml
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError
 from navzoo.models import PointNavPolicy
+from navzoo.models.metadata import training_records
 from navzoo.train.config import TrainConfig, apply_override
 from navzoo.transfer.settings import SETTINGS
 from navzoo.typed_config import check_field_types
@@ -79,11 +80,11 @@ def transfer_train_config(
     """The DD-PPO config of a transfer run from `base` (see the module docstring)."""
     provenance = base.provenance or {}
     data = None
-    if provenance.get("source") == "navzoo train":
-        record = provenance
-        while record is not None:  # down to the run that trained from scratch, as far as recorded
-            data = record.get("train_config") or data
-            record = record.get("initialised_from")
+    if provenance.get("source") == "navzoo train":  # the run that trained from scratch, as far as recorded
+        configs = [
+            record["train_config"] for record in training_records(provenance) if record.get("train_config")
+        ]
+        data = configs[-1] if configs else None
     data = dict(data) if isinstance(data, dict) else {}
     sim = dict(data.get("sim") or {})
     if not sim:  # not trained by navzoo: DD-PPO defaults, with the base model's cameras

@@ -32,3 +32,14 @@ class ModelMetadata(Config):
         return self.replace(
             name=self.name or fallback.name, provenance=self.provenance or fallback.provenance
         )
+
+
+def training_records(provenance: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A trained model's provenance followed by those of the models it was initialised from, each held in
+    the one before as `initialised_from` (navzoo train init_from=...): the latest run first, the run that
+    trained from scratch last."""
+    records, record = [], provenance
+    while record:
+        records.append(record)
+        record = record.get("initialised_from")
+    return records
