@@ -315,7 +315,7 @@ class TrainConfig(Config):
                 self.algorithm,
                 f"'ppo' on {self.sim.task}: {self.algorithm}'s teacher walks to a goal, which it has not",
             )
-        self._validate_stages()
+        stages = self._validate_stages()
         if self.sim.split != "train":
             raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")
         if self.sim.num_envs < self.ppo.num_mini_batch:
@@ -340,7 +340,7 @@ class TrainConfig(Config):
                 raise ConfigError(
                     "ppo.aux_tasks", self.ppo.aux_tasks, "[] for a blind policy (they read visual embeddings)"
                 )
-            for block, stage in self.stage_settings():
+            for block, stage in stages:
                 if stage.uses_teacher and stage.imitation.depth_weight > 0 and policy.is_blind:
                     raise ConfigError(
                         f"{block}imitation.depth_weight",
@@ -348,8 +348,9 @@ class TrainConfig(Config):
                         "0 for a blind policy (depth is predicted from the visual embedding)",
                     )
 
-    def _validate_stages(self) -> None:
-        """Each stage's blocks, the order of the stages, and what each algorithm allows."""
+    def _validate_stages(self) -> list[tuple[str, StageSettings]]:
+        """Each stage's blocks, the order of the stages, and what each algorithm allows; returns
+        stage_settings()."""
         if self.finetune and self.algorithm != "dagger":
             starts = [stage.from_frames for stage in self.finetune]
             raise ConfigError(
@@ -369,7 +370,8 @@ class TrainConfig(Config):
                     "'ppo': a stage before it let the teacher go",
                 )
             teacher_gone = stage.algorithm not in TEACHER_ALGORITHMS
-        for block, stage in self.stage_settings():
+        stages = self.stage_settings()
+        for block, stage in stages:
             if stage.ppo.aux_tasks and stage.algorithm == "dagger":
                 raise ConfigError(
                     f"{block}ppo.aux_tasks", stage.ppo.aux_tasks, "[] with algorithm dagger (they serve PPO)"
@@ -381,6 +383,7 @@ class TrainConfig(Config):
                         getattr(stage.imitation, name),
                         "0 with kickstart (the heads are DAgger's; kickstarting adds the teacher's actions)",
                     )
+        return stages
 
     def stage_settings(self) -> list[tuple[str, StageSettings]]:
         """Every stage of the run with the settings it trains with, and the prefix that names its keys:
@@ -544,7 +547,8 @@ def apply_override(data: dict[str, Any], item: str) -> None:
             raise ConfigError(
                 "override",
                 item,
-                f"a key inside a block ({name!r} is a list: name an item, {name}.0.{leaf}=...)",
+                f"a key inside a block ({name!r} is a list: name an item, {name}.0.{leaf}=..., "
+                f"or give the list, {name}=[...])",
             )
         if not isinstance(node, dict | list):
             raise ConfigError("override", item, f"a key inside a block ({name!r} is not one)")
