@@ -1,13 +1,16 @@
 """End-to-end tests of `navzoo train` as it runs for real: one process, or two workers under torchrun (gloo).
 
-Every test starts the trainer in subprocesses (the CLI, or tests/scripts/train_worker.py, which runs the real
-Trainer and only adds a parameter dump and an artificially slow simulator on one worker) with a tiny blind
-PointNav config, and checks what the run leaves behind: log.jsonl, checkpoints/, the exported model.
+The tests run the trainer with a tiny blind PointNav config and check what the run leaves behind: log.jsonl,
+checkpoints/, the exported model. Where a test needs processes of its own (torchrun's workers, a kill, a
+signal) it starts the CLI, or tests/scripts/train_worker.py, which runs the real Trainer and only adds a
+parameter dump and an artificially slow simulator on one worker, in subprocesses; the one-process runs call
+the CLI's entry point in the test's process, since starting Python and torch is most of a tiny run's time.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import signal
@@ -23,6 +26,7 @@ import torch
 from safetensors.torch import load_file
 
 import navzoo
+from navzoo.cli import main as navzoo_main
 from navzoo.errors import ConfigError
 from navzoo.models.weights import save_pretrained
 from navzoo.train import checkpoint as ckpt
@@ -122,6 +126,21 @@ def _finish(proc: subprocess.Popen, timeout: float, expect_rc: int | None = 0) -
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 120, expect_rc: int | None = 0) -> tuple[str, str]:
     return _finish(_start(cmd, cwd), timeout, expect_rc)
+
+
+def _in_process(*argv: str, expect_rc: int = 0) -> tuple[str, str]:
+    """`navzoo ARGV` through the command's entry point in this process; returns (stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    threads = torch.get_num_threads()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = navzoo_main(list(argv))
+    except SystemExit as stop:  # argparse's usage errors
+        rc = stop.code
+    finally:
+        torch.set_num_threads(threads)  # the trainer sets the process's threads; later tests want theirs
+    assert rc == expect_rc, f"navzoo {' '.join(argv)} returned {rc}, expected {expect_rc}\n{err.getvalue()}"
+    return out.getvalue(), err.getvalue()
 
 
 def _log(run_dir: Path) -> tuple[list[dict], list[dict]]:
@@ -306,28 +325,37 @@ def test_preemption_stops_waiting_for_a_slow_worker(tmp_path):
 
 # --- 3. resume equivalence -------------------------------------------------------------------------------
 def _resume_equivalence(
-    tmp_path: Path, launch, nproc: int, total: int, stop_at: int, extra: tuple[str, ...] = ()
+    tmp_path: Path, nproc: int, total: int, stop_at: int, extra: tuple[str, ...] = ()
 ) -> None:
-    """`total` updates in one go equal `stop_at` updates, a stop, and a resume for the rest."""
+    """`total` updates in one go equal `stop_at` updates, a stop, and a resume for the rest: in this process
+    for one worker, under torchrun for more."""
     frames = nproc * FRAMES_PER_UPDATE
     common = [*TINY, *ADAM, "distributed.sync_frac=1.0", "seed=3", *extra]
     one_go, split = tmp_path / "one_go", tmp_path / "split"
-    # The uninterrupted run and the first part of the split one side by side: there are 2 cores.
-    first = [
-        _start(launch(PRESET, *common, f"total_frames={total * frames}", "--run-dir", str(one_go)), tmp_path),
-        _start(
-            launch(PRESET, *common, f"total_frames={stop_at * frames}", "--run-dir", str(split)), tmp_path
-        ),
+    runs = [
+        (PRESET, *common, f"total_frames={total * frames}", "--run-dir", str(one_go)),
+        (PRESET, *common, f"total_frames={stop_at * frames}", "--run-dir", str(split)),
     ]
-    try:
-        for proc in first:
-            _finish(proc, 150)
-    finally:
-        for proc in first:
-            _stop_group(proc)
-    _assert_counters(_newest(split), stop_at, stop_at * frames)
     # Only the new total: the rest of the config comes from the run folder.
-    _run(launch(f"total_frames={total * frames}", "--run-dir", str(split), "--resume"), tmp_path, timeout=150)
+    resume = (f"total_frames={total * frames}", "--run-dir", str(split), "--resume")
+    if nproc == 1:
+        for args in runs:
+            _in_process("train", *args)
+        _assert_counters(_newest(split), stop_at, stop_at * frames)
+        _in_process("train", *resume)
+    else:
+        # The uninterrupted run and the first part of the split one side by side: there are 2 cores.
+        first = [
+            _start(_torchrun("-m", "navzoo.cli", "train", *args, nproc=nproc), tmp_path) for args in runs
+        ]
+        try:
+            for proc in first:
+                _finish(proc, 150)
+        finally:
+            for proc in first:
+                _stop_group(proc)
+        _assert_counters(_newest(split), stop_at, stop_at * frames)
+        _run(_torchrun("-m", "navzoo.cli", "train", *resume, nproc=nproc), tmp_path, timeout=150)
 
     a, b = _newest(one_go), _newest(split)
     _assert_counters(a, total, total * frames)
@@ -355,7 +383,7 @@ def _resume_equivalence(
 
 
 def test_resume_equals_uninterrupted_run(tmp_path):
-    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3)
+    _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=3)
 
 
 def test_imitation_resume_equals_uninterrupted_run(tmp_path):
@@ -366,7 +394,7 @@ def test_imitation_resume_equals_uninterrupted_run(tmp_path):
         f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
         "imitation.bearing_weight=0.5",
     )
-    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
+    _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=3, extra=extra)
 
 
 def test_imitation_of_the_map_planner_resumes_exactly(tmp_path):
@@ -383,7 +411,7 @@ def test_imitation_of_the_map_planner_resumes_exactly(tmp_path):
         "sim.sensors=[rgb]",
         "sim.resolution=[64,64]",
     )
-    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
+    _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=3, extra=extra)
     assert _newest(tmp_path / "one_go")["workers"][0]["teacher"]["solid"].any()
     config = json.loads((tmp_path / "one_go" / "config.json").read_text())
     assert config["architecture"]["sensors"] == ["rgb", "pointgoal_with_gps_compass"]
@@ -401,7 +429,7 @@ def test_a_learner_reading_the_seen_map_resumes_exactly(tmp_path):
         "sim.seen_map_size=16",
         "sim.resolution=[64,64]",
     )
-    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
+    _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=3, extra=extra)
     assert _newest(tmp_path / "one_go")["workers"][0]["sim"]["seen_map"]["visited"].any()
     config = json.loads((tmp_path / "one_go" / "config.json").read_text())
     assert config["architecture"]["sensors"] == ["depth", "seen_map", "pointgoal_with_gps_compass"]
@@ -463,7 +491,7 @@ def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
         *(["finetune.ppo.critic_warmup_updates=1"] if second in ("ppo", "kickstart") else []),
         *(["imitation.bearing_weight=0.5"] if second == "dagger" else []),  # its head goes on learning
     )
-    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=5, extra=extra)
+    _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=5, extra=extra)
     rows, _ = _log(tmp_path / "one_go")
     assert all("train/oracle_share" in r for r in rows[:4])
     assert all(r["train/lr"] == pytest.approx(1e-3) for r in rows[4:])
@@ -500,7 +528,7 @@ def test_three_stages_in_one_run_resume_inside_the_middle_one(tmp_path):
         "imitation.bearing_weight=0.5",
         stages,
     )
-    _resume_equivalence(tmp_path, _cli, nproc=1, total=6, stop_at=3, extra=extra)
+    _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=3, extra=extra)
     rows, _ = _log(tmp_path / "one_go")
     first_lr = load_config(PRESET).ppo.lr
     assert [r["train/lr"] for r in rows] == pytest.approx([first_lr] * 2 + [1e-3] * 2 + [5e-4] * 2)
@@ -531,10 +559,7 @@ def test_a_checkpoint_written_before_the_shared_config_base_resumes(tmp_path):
 
 @pytest.mark.slow
 def test_resume_equals_uninterrupted_run_two_workers(tmp_path):
-    def launch(*args):
-        return _torchrun("-m", "navzoo.cli", "train", *args)
-
-    _resume_equivalence(tmp_path, launch, nproc=2, total=4, stop_at=2)
+    _resume_equivalence(tmp_path, nproc=2, total=4, stop_at=2)
 
 
 # --- 4. a killed worker under torchrun --max-restarts ----------------------------------------------------
@@ -685,10 +710,10 @@ def test_train_in_a_process_that_goes_on_gives_back_its_signals_and_the_trainer(
 def test_existing_checkpoints_need_resume(tmp_path):
     run_dir = tmp_path / "run"
     args = [PRESET, *TINY, f"total_frames={FRAMES_PER_UPDATE}", "--run-dir", str(run_dir)]
-    _run(_cli(*args), tmp_path)
+    _in_process("train", *args)
     before = sorted(p.name for p in (run_dir / ckpt.CHECKPOINT_DIR).iterdir())
     log_before = (run_dir / "log.jsonl").read_text()
-    _, err = _run(_cli(*args), tmp_path, expect_rc=2)
+    _, err = _in_process("train", *args, expect_rc=2)
     assert "--resume" in err, err
     assert "Traceback" not in err, err
     # Nothing was touched.
@@ -700,7 +725,7 @@ def test_existing_checkpoints_need_resume(tmp_path):
 def test_resume_skips_a_damaged_checkpoint_and_removes_stale_temporaries(tmp_path):
     run_dir = tmp_path / "run"
     args = [*TINY, f"total_frames={4 * FRAMES_PER_UPDATE}", "--run-dir", str(run_dir)]
-    _run(_cli(PRESET, *args), tmp_path)
+    _in_process("train", PRESET, *args)
     folder = run_dir / ckpt.CHECKPOINT_DIR
     assert [p.name for p in ckpt.list_checkpoints(run_dir)] == ["ckpt-000000002.pt", "ckpt-000000004.pt"]
     newest = folder / "ckpt-000000004.pt"
@@ -708,8 +733,8 @@ def test_resume_skips_a_damaged_checkpoint_and_removes_stale_temporaries(tmp_pat
     stale = folder / ".ckpt-000000006.pt.tmp-4242"  # as a kill -9 during a save leaves it
     stale.write_bytes(b"\0" * 1000)
 
-    out, err = _run(
-        _cli(f"total_frames={6 * FRAMES_PER_UPDATE}", "--run-dir", str(run_dir), "--resume"), tmp_path
+    out, err = _in_process(
+        "train", f"total_frames={6 * FRAMES_PER_UPDATE}", "--run-dir", str(run_dir), "--resume"
     )
     assert "skipped a damaged checkpoint" in out and "ckpt-000000004.pt" in out and "ckpt-000000002.pt" in out
     assert "Traceback" not in err
@@ -721,9 +746,9 @@ def test_resume_skips_a_damaged_checkpoint_and_removes_stale_temporaries(tmp_pat
 
 def test_resume_with_another_architecture_names_what_changed(tmp_path):
     run_dir = tmp_path / "run"
-    _run(_cli(PRESET, *TINY, f"total_frames={2 * FRAMES_PER_UPDATE}", "--run-dir", str(run_dir)), tmp_path)
-    resume = _cli(f"total_frames={4 * FRAMES_PER_UPDATE}", "policy.hidden_size=64", "--run-dir", str(run_dir))
-    _, err = _run([*resume, "--resume"], tmp_path, expect_rc=2)
+    _in_process("train", PRESET, *TINY, f"total_frames={2 * FRAMES_PER_UPDATE}", "--run-dir", str(run_dir))
+    resume = (f"total_frames={4 * FRAMES_PER_UPDATE}", "policy.hidden_size=64", "--run-dir", str(run_dir))
+    _, err = _in_process("train", *resume, "--resume", expect_rc=2)
     assert "another architecture" in err and "policy.hidden_size: 32 -> 64" in err, err
     assert "Traceback" not in err, err
 
@@ -735,12 +760,12 @@ def test_a_folder_holding_a_model_is_not_overwritten_without_overwrite(tmp_path)
     (model / "notes.txt").write_text("mine")
     weights = (model / "model.safetensors").read_bytes()
     args = [PRESET, *TINY, f"total_frames={FRAMES_PER_UPDATE}", "--run-dir", str(model)]
-    _, err = _run(_cli(*args), tmp_path, expect_rc=2)
+    _, err = _in_process("train", *args, expect_rc=2)
     assert "holds a model" in err and "--overwrite" in err and "Traceback" not in err, err
     assert (model / "model.safetensors").read_bytes() == weights
     assert sorted(p.name for p in model.iterdir()) == ["config.json", "model.safetensors", "notes.txt"]
 
-    _run(_cli(*args, "--overwrite"), tmp_path)
+    _in_process("train", *args, "--overwrite")
     assert (model / "model.safetensors").read_bytes() != weights and (
         model / "notes.txt"
     ).read_text() == "mine"
@@ -750,9 +775,9 @@ def test_a_folder_holding_a_model_is_not_overwritten_without_overwrite(tmp_path)
 def test_rl_from_an_imitation_run_warms_up_the_critic_and_records_the_recipe(tmp_path):
     imitation, rl = tmp_path / "imitation", tmp_path / "rl"
     one_update = [*TINY, *ADAM, f"total_frames={FRAMES_PER_UPDATE}"]
-    _run(_cli(PRESET, *one_update, "algorithm=dagger", "--run-dir", str(imitation)), tmp_path)
+    _in_process("train", PRESET, *one_update, "algorithm=dagger", "--run-dir", str(imitation))
     warmup = [f"init_from={imitation}", "ppo.critic_warmup_updates=1"]
-    _run(_cli(PRESET, *one_update, *warmup, "--run-dir", str(rl)), tmp_path)
+    _in_process("train", PRESET, *one_update, *warmup, "--run-dir", str(rl))
 
     before, after = load_file(imitation / "model.safetensors"), load_file(rl / "model.safetensors")
     changed = {k for k in before if not torch.equal(before[k], after[k])}
@@ -766,8 +791,8 @@ def test_rl_from_an_imitation_run_warms_up_the_critic_and_records_the_recipe(tmp
         FRAMES_PER_UPDATE,
     )
 
-    other = _cli(PRESET, *one_update, "policy.hidden_size=64", *warmup, "--run-dir", str(tmp_path / "other"))
-    _, err = _run(other, tmp_path, expect_rc=2)
+    other = (PRESET, *one_update, "policy.hidden_size=64", *warmup, "--run-dir", str(tmp_path / "other"))
+    _, err = _in_process("train", *other, expect_rc=2)
     assert (
         "invalid init_from" in err and "hidden_size: 32 there, 64 here" in err and "Traceback" not in err
     ), err

@@ -13,14 +13,12 @@ import dataclasses
 import json
 import math
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from safetensors.torch import save_file
-from test_train_distributed import _env, _finish, _run, _start, _torchrun
+from test_train_distributed import _in_process, _run, _torchrun
 
 import navzoo
 from navzoo.errors import ConfigError
@@ -297,7 +295,7 @@ def test_finetune_runs_and_changes_only_what_it_trains(setting, task, base, imag
     assert load_run(tmp_path)[0] == transfer
 
 
-def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
+def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path, hub_offline):
     run_dir = tmp_path / "run"
     common = [
         "--task",
@@ -309,10 +307,9 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
         "--run-dir",
         str(run_dir),
     ]
-    cli = [sys.executable, "-m", "navzoo.cli", "finetune"]
-    out, _ = _run([*cli, *common, "--frames", str(FRAMES), *TINY], tmp_path, timeout=180)
+    out, _ = _in_process("finetune", *common, "--frames", str(FRAMES), *TINY)
     assert "done: 2 updates" in out
-    out, _ = _run([*cli, "--resume", "--run-dir", str(run_dir), "--frames", str(2 * FRAMES)], tmp_path)
+    out, _ = _in_process("finetune", "--resume", "--run-dir", str(run_dir), "--frames", str(2 * FRAMES))
     assert "done: 4 updates" in out
     events = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events if e.get("event") in ("start", "resume")] == ["start", "resume"]
@@ -321,10 +318,11 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
     as_trained = saved.read_text()
     saved.write_text(as_trained.replace("device: cpu", "device: cuda"))
     if not torch.cuda.is_available():
-        _, err = _run([*cli, "--resume", "--run-dir", str(run_dir), "--print-config"], tmp_path, expect_rc=2)
+        _, err = _in_process("finetune", "--resume", "--run-dir", str(run_dir), "--print-config", expect_rc=2)
         assert "no CUDA device" in err
-    resumed = [*cli, "--resume", "--run-dir", str(run_dir), "--print-config", "sim.device=cpu"]
-    out, _ = _run(resumed, tmp_path)
+    out, _ = _in_process(
+        "finetune", "--resume", "--run-dir", str(run_dir), "--print-config", "sim.device=cpu"
+    )
     assert "device: cpu" in out
     saved.write_text(as_trained)
 
@@ -336,32 +334,22 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path):
     provenance = ActorCritic.from_folder(two).provenance
     assert provenance["workers"] == 2 and provenance["frames"] == 2 * FRAMES
 
-    _, err = _run(
-        [*cli, "--resume", "--run-dir", str(run_dir), "--setting", "scratch"], tmp_path, expect_rc=2
+    _, err = _in_process(
+        "finetune", "--resume", "--run-dir", str(run_dir), "--setting", "scratch", expect_rc=2
     )
     assert "'pointgoal-finetune' as saved in the run" in err
-    out, _ = _run([*cli, "--resume", "--run-dir", str(tmp_path / "nowhere")], tmp_path, expect_rc=2)
-    _, err = _run([*cli, "--task", "flee", "--setting", "best", "--from", BASE], tmp_path, expect_rc=2)
+    _in_process("finetune", "--resume", "--run-dir", str(tmp_path / "nowhere"), expect_rc=2)
+    _, err = _in_process("finetune", "--task", "flee", "--setting", "best", "--from", BASE, expect_rc=2)
     assert "setting" in err and "pointgoal-finetune" in err
 
     # A run that fails before training writes nothing, so the same command works once the cause is fixed.
     failed = tmp_path / "failed"
-    imagenet = [
-        *cli,
-        "--task",
-        "flee",
-        "--setting",
-        "imagenet-encoder",
-        "--from",
-        BASE,
-        "--run-dir",
-        str(failed),
-    ]
-    _, err = _finish(_start(imagenet, tmp_path, HF_HUB_OFFLINE="1"), 120, expect_rc=2)
+    imagenet = ["--task", "flee", "--setting", "imagenet-encoder", "--from", BASE, "--run-dir", str(failed)]
+    _, err = _in_process("finetune", *imagenet, expect_rc=2)  # the Hub offline: no ImageNet weights
     assert "--imagenet-weights" in err and not failed.exists()
     # A folder with a model in it is not trained over unless --overwrite says so.
     model = shutil.copytree(navzoo.zoo.model_entry(BASE).packaged, tmp_path / "a-model")
-    _, err = _run([*cli, *common[:-1], str(model), "--frames", str(FRAMES), *TINY], tmp_path, expect_rc=2)
+    _, err = _in_process("finetune", *common[:-1], str(model), "--frames", str(FRAMES), *TINY, expect_rc=2)
     assert "holds a model" in err and "--overwrite" in err
     assert sorted(p.name for p in model.iterdir()) == ["config.json", "model.safetensors"]
 
@@ -405,20 +393,7 @@ def test_pushed_finetuned_model_card_names_its_base(base, tmp_path):
     """`navzoo push --dry-run` writes the repository folder (nothing leaves the machine)."""
     _finetune("pointgoal-finetune", "flee", tmp_path / "run", base, ["sim.max_episode_steps=8"])
     repo = tmp_path / "repo"
-    cmd = [
-        sys.executable,
-        "-m",
-        "navzoo.cli",
-        "push",
-        str(tmp_path / "run"),
-        "me/flee",
-        "--dry-run",
-        "--episodes",
-        "2",
-        "--out",
-        str(repo),
-    ]
-    subprocess.run(cmd, check=True, env=_env(), capture_output=True, timeout=300)
+    _in_process("push", str(tmp_path / "run"), "me/flee", "--dry-run", "--episodes", "2", "--out", str(repo))
     from huggingface_hub import ModelCard
 
     card = ModelCard.load(repo / "README.md")
