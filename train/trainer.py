@@ -223,6 +223,13 @@ class Trainer:
 
     # --- the loop ----------------------------------------------------------------------------------
     def run(self, resume: bool, overwrite: bool = False) -> TrainResult:
+        try:
+            return self._run(resume, overwrite)
+        finally:
+            # Also when the run is refused before it starts: the scene pool's loader thread stops with it.
+            self.sim.close()
+
+    def _run(self, resume: bool, overwrite: bool) -> TrainResult:
         cfg, workers = self.config, self.workers
         if not resume:
             if ckpt.latest_checkpoint(self.run_dir) is not None:
@@ -302,7 +309,6 @@ class Trainer:
             for signum, handler in previous_handlers.items():
                 signal.signal(signum, handler)
             logger.close()
-            self.sim.close()
         if workers.is_main:
             task_metrics = get_task(cfg.sim.task).metrics
             plot_learning_curve(self.run_dir, tuple(f"episode/{name}" for name, _ in task_metrics))
