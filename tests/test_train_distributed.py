@@ -2,9 +2,10 @@
 
 The tests run the trainer with a tiny blind PointNav config and check what the run leaves behind: log.jsonl,
 checkpoints/, the exported model. Where a test needs processes of its own (torchrun's workers, a kill, a
-signal) it starts the CLI, or tests/scripts/train_worker.py, which runs the real Trainer and only adds a
-parameter dump and an artificially slow simulator on one worker, in subprocesses; the one-process runs call
-the CLI's entry point in the test's process, since starting Python and torch is most of a tiny run's time.
+signal, a resume as after a crash) it starts the CLI, or tests/scripts/train_worker.py, which runs the real
+Trainer and only adds a parameter dump and an artificially slow simulator on one worker, in subprocesses.
+Other runs call the CLI's entry point or train() in the test's process, since starting Python and torch is
+most of a tiny run's time.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 import weakref
 from pathlib import Path
 from statistics import median
+from unittest import mock
 
 import pytest
 import torch
@@ -54,13 +56,22 @@ ADAM = ["ppo.optimizer=adam", "ppo.lr_scaling=none", "ppo.ppo_epoch=2", "ppo.num
 
 
 # --- helpers ---------------------------------------------------------------------------------------------
+# What a launcher (torchrun, SLURM) around the test run would set; a run started by a test sets its own.
+LAUNCHER_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCH_DISABLE_SHARE_RDZV_TCP_STORE",
+)
+
+
 def _env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", TQDM_DISABLE="1")
-    env.pop("TORCH_DISABLE_SHARE_RDZV_TCP_STORE", None)
-    env.pop("TORCHELASTIC_RESTART_COUNT", None)
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-        env.pop(name, None)
     env.update(extra)
     return env
 
@@ -129,17 +140,27 @@ def _run(cmd: list[str], cwd: Path, timeout: float = 120, expect_rc: int | None 
 
 
 def _in_process(*argv: str, expect_rc: int = 0) -> tuple[str, str]:
-    """`navzoo ARGV` through the command's entry point in this process; returns (stdout, stderr)."""
+    """`navzoo ARGV` through the command's entry point in this process; returns (stdout, stderr). The
+    process's environment, torch threads and random state are as they were afterwards."""
     out, err = io.StringIO(), io.StringIO()
     threads = torch.get_num_threads()
+    clean_env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with (
+            mock.patch.dict(os.environ, clean_env, clear=True),
+            torch.random.fork_rng(devices=[]),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
             rc = navzoo_main(list(argv))
     except SystemExit as stop:  # argparse's usage errors
-        rc = stop.code
+        rc = 0 if stop.code is None else stop.code
     finally:
-        torch.set_num_threads(threads)  # the trainer sets the process's threads; later tests want theirs
-    assert rc == expect_rc, f"navzoo {' '.join(argv)} returned {rc}, expected {expect_rc}\n{err.getvalue()}"
+        torch.set_num_threads(threads)  # the trainer sets the process's threads
+    command = f"navzoo {' '.join(argv)}"
+    assert rc == expect_rc, (
+        f"{command} returned {rc}, expected {expect_rc}\n{out.getvalue()}\n{err.getvalue()}"
+    )
     return out.getvalue(), err.getvalue()
 
 
@@ -327,8 +348,9 @@ def test_preemption_stops_waiting_for_a_slow_worker(tmp_path):
 def _resume_equivalence(
     tmp_path: Path, nproc: int, total: int, stop_at: int, extra: tuple[str, ...] = ()
 ) -> None:
-    """`total` updates in one go equal `stop_at` updates, a stop, and a resume for the rest: in this process
-    for one worker, under torchrun for more."""
+    """`total` updates in one go equal `stop_at` updates, a stop, and a resume for the rest. With one worker
+    the two runs before the stop go in this process and the resume in a fresh one, as after a crash; more
+    workers run under torchrun."""
     frames = nproc * FRAMES_PER_UPDATE
     common = [*TINY, *ADAM, "distributed.sync_frac=1.0", "seed=3", *extra]
     one_go, split = tmp_path / "one_go", tmp_path / "split"
@@ -337,12 +359,12 @@ def _resume_equivalence(
         (PRESET, *common, f"total_frames={stop_at * frames}", "--run-dir", str(split)),
     ]
     # Only the new total: the rest of the config comes from the run folder.
-    resume = (f"total_frames={total * frames}", "--run-dir", str(split), "--resume")
+    resume_args = (f"total_frames={total * frames}", "--run-dir", str(split), "--resume")
     if nproc == 1:
         for args in runs:
             _in_process("train", *args)
         _assert_counters(_newest(split), stop_at, stop_at * frames)
-        _in_process("train", *resume)
+        _run(_cli(*resume_args), tmp_path, timeout=150)
     else:
         # The uninterrupted run and the first part of the split one side by side: there are 2 cores.
         first = [
@@ -355,7 +377,7 @@ def _resume_equivalence(
             for proc in first:
                 _stop_group(proc)
         _assert_counters(_newest(split), stop_at, stop_at * frames)
-        _run(_torchrun("-m", "navzoo.cli", "train", *resume, nproc=nproc), tmp_path, timeout=150)
+        _run(_torchrun("-m", "navzoo.cli", "train", *resume_args, nproc=nproc), tmp_path, timeout=150)
 
     a, b = _newest(one_go), _newest(split)
     _assert_counters(a, total, total * frames)

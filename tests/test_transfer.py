@@ -339,13 +339,14 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path, hub_offline):
     )
     assert "'pointgoal-finetune' as saved in the run" in err
     _in_process("finetune", "--resume", "--run-dir", str(tmp_path / "nowhere"), expect_rc=2)
-    _, err = _in_process("finetune", "--task", "flee", "--setting", "best", "--from", BASE, expect_rc=2)
+    best = ["--task", "flee", "--setting", "best", "--from", BASE, "--run-dir", str(tmp_path / "best")]
+    _, err = _in_process("finetune", *best, expect_rc=2)
     assert "setting" in err and "pointgoal-finetune" in err
 
     # A run that fails before training writes nothing, so the same command works once the cause is fixed.
     failed = tmp_path / "failed"
     imagenet = ["--task", "flee", "--setting", "imagenet-encoder", "--from", BASE, "--run-dir", str(failed)]
-    _, err = _in_process("finetune", *imagenet, expect_rc=2)  # the Hub offline: no ImageNet weights
+    _, err = _in_process("finetune", *imagenet, expect_rc=2)  # hub_offline: no ImageNet weights to get
     assert "--imagenet-weights" in err and not failed.exists()
     # A folder with a model in it is not trained over unless --overwrite says so.
     model = shutil.copytree(navzoo.zoo.model_entry(BASE).packaged, tmp_path / "a-model")
