@@ -306,7 +306,8 @@ def _shipped(name: str, description: str) -> None:
 
 _shipped(
     "navzoo-pointnav-depth",
-    "navzoo's depth agent: habitat's SimpleCNN on 64x64 depth + GRU512, imitating the map-planner",
+    "navzoo's depth agent: habitat's SimpleCNN on 64x64 depth + GRU512, imitating the map-planner, then "
+    "DD-PPO kickstarted by it",
 )
 _shipped(
     "navzoo-pointnav-rgb",
