@@ -144,10 +144,9 @@ def _in_process(*argv: str, expect_rc: int = 0) -> tuple[str, str]:
     process's environment, torch threads and random state are as they were afterwards."""
     out, err = io.StringIO(), io.StringIO()
     threads = torch.get_num_threads()
-    clean_env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
     try:
         with (
-            mock.patch.dict(os.environ, clean_env, clear=True),
+            mock.patch.dict(os.environ, _env(), clear=True),
             torch.random.fork_rng(devices=[]),
             contextlib.redirect_stdout(out),
             contextlib.redirect_stderr(err),
