@@ -288,6 +288,35 @@ def test_bps_lr_scaling(monkeypatch, overrides, world_size, expected):
             "finetune.1.algorithm",  # once a stage has let the teacher go, none can have it back
         ),
         (["algorithm=dagger", "finetune=4096"], "finetune"),
+        # A stage changes the scene stream only (the rollout's shapes and the policy's inputs stay).
+        (
+            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.sim.num_envs=8"],
+            "finetune.0.sim.num_envs",
+        ),
+        (
+            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.sim.scene_familes=[office]"],
+            "finetune.0.sim.scene_familes",
+        ),
+        (
+            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.sim.scene_families=[attic]"],
+            "finetune.0.sim.scene_families",
+        ),
+        (
+            [
+                "algorithm=dagger",
+                "finetune.from_frames=4096",
+                "finetune.rank_sim_overrides={1: {sensors: [rgb]}}",
+            ],
+            "finetune.0.rank_sim_overrides.1.sensors",
+        ),
+        (
+            [
+                "algorithm=dagger",
+                "finetune.from_frames=4096",
+                "finetune.rank_sim_overrides={1: {min_geodesic: 40}}",
+            ],
+            "finetune.0.rank_sim_overrides.1.min_geodesic",
+        ),
     ],
 )
 def test_finetune_block_errors_name_the_key(overrides, field):

@@ -563,6 +563,37 @@ def test_three_stages_in_one_run_resume_inside_the_middle_one(tmp_path):
     ]
 
 
+@pytest.mark.parametrize("stop_at", [2, 3])
+def test_a_stage_on_other_scenes_restarts_the_environments_and_resumes_exactly(tmp_path, stop_at):
+    """A stage with a scene stream of its own (its `sim` block, and rank_sim_overrides standing for the
+    run's) moves the worker into a new simulator when it begins: every environment starts a new episode
+    there, with its own seed. The stage after it, on the same scenes, goes on in the same environments. A
+    stop on the switch's update, and one after it, resume exactly."""
+    f = FRAMES_PER_UPDATE
+    offices = "sim: {max_geodesic: 6.0}, rank_sim_overrides: {0: {scene_families: [apartment]}}"
+    stages = (
+        f"finetune=[{{from_frames: {2 * f}, algorithm: dagger, {offices}}},"
+        f" {{from_frames: {4 * f}, algorithm: kickstart, ppo: {{critic_warmup_updates: 1}}, {offices}}}]"
+    )
+    extra = ("algorithm=dagger", f"imitation.oracle_decay_frames={2 * f}", stages)
+    _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=stop_at, extra=extra)
+    sim = _newest(tmp_path / "one_go")["workers"][0]["sim"]
+    assert sim["config"]["scene_families"] == ["apartment"]
+    assert sim["config"]["seed"] != 3000  # the first stage's: seed * 1000 + rank
+
+    sims = []  # the simulator of every update
+
+    class Watch(TrainerCallback):
+        def on_update_end(self, trainer, metrics):
+            sims.append(trainer.sim)
+
+    config = load_config(PRESET, [*TINY, *ADAM, "seed=3", f"total_frames={6 * f}", *extra])
+    train(config, tmp_path / "watched", callbacks=[Watch()])
+    assert [sims.index(sim) for sim in sims] == [0, 0, 2, 2, 2, 2]  # a new one with stage 1, kept by stage 2
+    assert sims[2].config.scene_families == ("apartment",) and sims[2].config.max_geodesic == 6.0
+    assert not set(sims[2].env_seeds.tolist()) & set(sims[0].env_seeds.tolist())
+
+
 def test_a_checkpoint_written_before_the_shared_config_base_resumes(tmp_path):
     """Checkpoints written before finetune.algorithm existed (when `finetune` was one mapping), and with
     ppo.aux_tasks pickled as a tuple, as navzoo wrote them then, resume."""

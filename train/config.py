@@ -8,7 +8,8 @@ A config has these blocks and a few run-level fields:
     algorithm: ppo               # ppo (DD-PPO), dagger or kickstart
     ppo: {...}                   # PPOConfig: the update, its optimiser and rollouts
     imitation: {...}             # ImitationConfig: the teacher of dagger and kickstart
-    finetune: [...]              # the run's later stages (FinetuneConfig), each changing ppo and imitation
+    finetune: [...]              # the run's later stages (FinetuneConfig), each changing ppo, imitation
+                                 # and the scene stream (sim, rank_sim_overrides)
     distributed: {...}           # DistributedConfig: preemption threshold, backend
 
 Overrides use dotted names, values parsed as YAML: `ppo.lr=1e-4 sim.num_envs=32 total_frames=2e6`; an
@@ -30,6 +31,7 @@ from navzoo.errors import ConfigError
 from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
 from navzoo.names import SEEN_MAP
 from navzoo.sim.config import SimConfig
+from navzoo.sim.scenes import stable_seed
 from navzoo.tasks import get_task
 from navzoo.train.config_options import preset_names, presets_folder
 from navzoo.typed_config import check_field_types, is_decimal
@@ -46,6 +48,16 @@ WANDB_MODES = ("online", "offline", "disabled")
 AUX_TASKS = ("cpca", "inverse_dynamics")  # navzoo.train.auxiliary
 # The teachers of imitation (navzoo.train.teacher) and the cameras each reads besides the simulator's state.
 TEACHER_SENSORS = {"shortest-path": (), "map-planner": ("depth",)}
+# The simulator fields a later stage may change (FinetuneConfig.sim and its rank_sim_overrides): the scene
+# stream and the episodes drawn from it. The others fix the rollout's shapes or what the policy sees.
+STAGE_SIM_FIELDS = (
+    "scene_families",
+    "scenes_in_memory",
+    "episodes_per_scene",
+    "min_geodesic",
+    "max_geodesic",
+    "max_episode_steps",
+)
 
 
 @dataclass(frozen=True)
@@ -193,12 +205,19 @@ class FinetuneConfig(Config):
     changed by `imitation`, with a fresh optimiser and the learning-rate schedule counted from its start.
     "ppo" is DD-PPO fine-tuning (PIRLNav, Ramrakhya et al. 2023; set critic_warmup_updates /
     actor_warmup_updates here); "dagger" goes on imitating, e.g. at a lower, decaying learning rate;
-    "kickstart" is DD-PPO with the teacher's cross-entropy added (imitation.kickstart_weight)."""
+    "kickstart" is DD-PPO with the teacher's cross-entropy added (imitation.kickstart_weight).
+
+    A stage may also train on other scenes: `sim` changes the run's `sim` block (STAGE_SIM_FIELDS) and
+    `rank_sim_overrides`, where given, stands for the run's in this stage (e.g. one worker's environments
+    all in large offices). Where that changes a worker's simulator, its environments all start new
+    episodes in the new scene stream when the stage begins, with a fresh recurrent state."""
 
     from_frames: int = 0
     algorithm: str = "ppo"
     ppo: dict[str, Any] = field(default_factory=dict)
     imitation: dict[str, Any] = field(default_factory=dict)
+    sim: dict[str, Any] = field(default_factory=dict)
+    rank_sim_overrides: dict[int, dict[str, Any]] | None = None  # None: the run's
 
     def __post_init__(self):
         check_field_types(self, "finetune.")
@@ -332,8 +351,9 @@ class TrainConfig(Config):
             raise ConfigError(
                 "sim.device", self.sim.device, f"{self.device!r} like device: it simulates where it trains"
             )
-        for rank in self.rank_sim_overrides:
-            self.sim_for_rank(rank)
+        for stage in range(len(self.finetune) + 1):
+            for rank in {0, *self.rank_sim_overrides, *(self._stage_rank_overrides(stage) or {})}:
+                self.sim_for_rank(rank, stage)
         if self.model is not None:
             policy = self.policy_config()
             if self.ppo.aux_tasks and policy.is_blind:
@@ -358,6 +378,7 @@ class TrainConfig(Config):
             )
         previous_start, teacher_gone = 0, False
         for index, stage in enumerate(self.finetune):
+            self._check_stage_sim(index, stage)
             if stage.from_frames <= previous_start:
                 before = ", where the stage before it starts" if index else ""
                 allowed = f"a number of frames > {previous_start}{before}"
@@ -384,6 +405,25 @@ class TrainConfig(Config):
                         "0 with kickstart (the heads are DAgger's; kickstarting adds the teacher's actions)",
                     )
         return stages
+
+    def _check_stage_sim(self, index: int, stage: FinetuneConfig) -> None:
+        """A stage's `sim` and `rank_sim_overrides` set only fields of the scene stream, to values the
+        simulator takes."""
+        blocks = [(f"finetune.{index}.sim", stage.sim)]
+        blocks += [
+            (f"finetune.{index}.rank_sim_overrides.{rank}", changes)
+            for rank, changes in (stage.rank_sim_overrides or {}).items()
+        ]
+        for block, changes in blocks:
+            check_keys(SimConfig, changes, block)
+            for key, value in changes.items():
+                if key not in STAGE_SIM_FIELDS:
+                    allowed = f"unset: a stage changes only the scene stream ({', '.join(STAGE_SIM_FIELDS)})"
+                    raise ConfigError(f"{block}.{key}", value, allowed)
+        try:
+            self.sim.replace(**stage.sim)
+        except ConfigError as err:
+            raise ConfigError(f"finetune.{index}.sim.{err.field}", err.value, err.allowed) from None
 
     def stage_settings(self) -> list[tuple[str, StageSettings]]:
         """Every stage of the run with the settings it trains with, and the prefix that names its keys:
@@ -427,16 +467,45 @@ class TrainConfig(Config):
             names = ", ".join(f.name for f in dataclasses.fields(PolicyConfig))
             raise ConfigError("policy", sorted(self.policy), f"PolicyConfig fields: {names}") from None
 
-    def sim_for_rank(self, rank: int) -> SimConfig:
-        """Worker `rank`'s simulator: its own seed (so its own scene stream), any rank overrides, and the
-        cameras an imitation teacher reads that the policy does not (teacher_only_sensors)."""
-        changes = dict(self.rank_sim_overrides.get(rank, {}))
-        changes.setdefault("seed", self.seed * 1000 + rank)
+    def sim_for_rank(self, rank: int, stage: int = 0) -> SimConfig:
+        """Worker `rank`'s simulator in stage `stage` (0 the first, i the run's finetune[i - 1]): the `sim`
+        block as the stage changes it, the rank's overrides, its own seed (so its own scene stream), and the
+        cameras an imitation teacher reads that the policy does not (teacher_only_sensors). A stage that
+        leaves the simulator as the stage before had it gets the same config, so its environments go on; one
+        that changes it gets a seed of its own, so its episodes are not the first stage's drawn again."""
+        sim, changes = settings = self._stage_sim_settings(rank, stage)
+        first = stage  # the stage since which these settings hold
+        while first and self._stage_sim_settings(rank, first - 1) == settings:
+            first -= 1
+        changes = dict(changes)
+        seed = (
+            self.seed * 1000 + rank
+            if first == 0
+            else stable_seed("stage", self.seed, rank, first) & 0x7FFFFFFF
+        )
+        changes.setdefault("seed", seed)
         changes.setdefault("sensors", (*self.sim.sensors, *self.teacher_only_sensors()))
+        block = (
+            "rank_sim_overrides"
+            if self._stage_rank_overrides(stage) is None
+            else f"finetune.{stage - 1}.rank_sim_overrides"
+        )
         try:
-            return self.sim.replace(**changes)
+            return sim.replace(**changes)
         except TypeError:
-            raise ConfigError("rank_sim_overrides", changes, "SimConfig fields") from None
+            raise ConfigError(block, changes, "SimConfig fields") from None
+        except ConfigError as err:
+            raise ConfigError(f"{block}.{rank}.{err.field}", err.value, err.allowed) from None
+
+    def _stage_sim_settings(self, rank: int, stage: int) -> tuple[SimConfig, dict[str, Any]]:
+        """The `sim` block as stage `stage` changes it, and worker `rank`'s overrides in that stage."""
+        sim = self.sim.replace(**self.finetune[stage - 1].sim) if stage else self.sim
+        overrides = self._stage_rank_overrides(stage)
+        return sim, (self.rank_sim_overrides if overrides is None else overrides).get(rank, {})
+
+    def _stage_rank_overrides(self, stage: int) -> dict[int, dict[str, Any]] | None:
+        """The rank overrides stage `stage` sets for itself; None where it keeps the run's."""
+        return self.finetune[stage - 1].rank_sim_overrides if stage else None
 
     def teacher_only_sensors(self) -> tuple[str, ...]:
         """Cameras the simulator renders for the imitation teacher alone (not stored, not seen by the

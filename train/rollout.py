@@ -63,6 +63,14 @@ class RolloutStorage:
         self.rewards = torch.zeros(num_steps, n, device=dev)
         self.returns = torch.zeros(num_steps, n, device=dev)
         self.advantages = torch.zeros(num_steps, n, device=dev)
+        self.restart(observations, hidden)
+
+    def restart(self, observations: dict[str, torch.Tensor], hidden: torch.Tensor) -> None:
+        """Start the next rollout from new episodes in every environment: `observations` [N, ...] their
+        first, `hidden` the recurrent state to start from."""
+        self.hidden.copy_(hidden)
+        self.prev_actions[0].zero_()
+        self.masks[0].zero_()
         for k, v in observations.items():
             self.observations[k][0].copy_(v)
         self.length = 0

@@ -35,6 +35,7 @@ from navzoo.models.map_encoder import add_seen_map
 from navzoo.models.weights import save_pretrained
 from navzoo.names import SEEN_MAP
 from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.callbacks import TrainerCallback
@@ -144,7 +145,7 @@ class Trainer:
         # the PPO epochs skip the encoder.
         self.frozen_encoder = encoder if encoder is not None and encoder.frozen else None
         torch.manual_seed(config.seed * 1000 + workers.rank + 1)  # each worker's own action samples
-        self.sim = BatchSim(config.sim_for_rank(workers.rank).replace(device=str(self.device)))
+        self.sim = BatchSim(self._sim_config(stage=0))
         self.teacher_only_sensors = config.teacher_only_sensors()
         self.sim_observations: dict[str, torch.Tensor] = {}  # the simulator's latest, for the teacher
         self.frames_per_update = config.frames_per_update(workers.world_size)
@@ -173,13 +174,20 @@ class Trainer:
             lr *= math.sqrt(batch / ppo.reference_batch)
         return lr
 
-    def _start_next_stage(self) -> None:
+    def _sim_config(self, stage: int) -> SimConfig:
+        """This worker's simulator in stage `stage` of the run, on its device."""
+        return self.config.sim_for_rank(self.workers.rank, stage).replace(device=str(self.device))
+
+    def _start_next_stage(self, storage: RolloutStorage) -> None:
         """Begin the run's next stage (config.finetune) with a fresh optimiser: DD-PPO with no teacher from
         here on (PIRLNav), kickstarting, whose teacher labels and no longer drives, or more imitation, each
-        with the stage's own `ppo` and `imitation` blocks."""
-        _, settings = self.config.stage_settings()[len(self.stages) + 1]
+        with the stage's own `ppo` and `imitation` blocks, and in its own scene stream where it sets one."""
+        stage = len(self.stages) + 1
+        _, settings = self.config.stage_settings()[stage]
         self.stages.append(self._current_stage())
         self.stage_start = (self.update, self.frames, self.elapsed_s)
+        if (sim_config := self._sim_config(stage)) != self.sim.config:
+            self._restart_environments(sim_config, storage)
         # DAgger's heads go on learning in a DAgger stage that follows one.
         heads = self.ppo.trainable.head if isinstance(self.ppo, DAgger) else None
         if not settings.uses_teacher:
@@ -188,6 +196,15 @@ class Trainer:
             self.teacher.config = settings.imitation
             self.teacher.drives = settings.algorithm == "dagger"  # PPO learns from the learner's own actions
         self.ppo = self._update_rule(settings.algorithm, settings.ppo, settings.imitation, heads)
+
+    def _restart_environments(self, sim_config: SimConfig, storage: RolloutStorage) -> None:
+        """Move this worker to a new simulator: every environment starts a new episode in it, with a fresh
+        recurrent state and, under a teacher, a fresh teacher's memory, as at the start of a run."""
+        self.sim.close()
+        self.sim = BatchSim(sim_config)
+        if self.teacher is not None:
+            self.teacher = OracleTeacher(self.sim, self.teacher.config, self.teacher.drives)
+        storage.restart(self._observe(self.sim.reset()), self.policy.initial_state(self.sim.num_envs))
 
     def _next_stage_from(self) -> int | None:
         """The frame where the next stage begins; None in the last stage."""
@@ -285,7 +302,8 @@ class Trainer:
                 callback.on_train_start(self)
             while self.frames < cfg.total_frames and self.stop_reason is None:
                 while (start := self._next_stage_from()) is not None and self.frames >= start:
-                    self._start_next_stage()
+                    self._start_next_stage(storage)
+                    hidden = storage.hidden.clone()  # fresh where the stage restarted the environments
                 started = time.perf_counter()
                 hidden, rollout = self._collect(storage, hidden)
                 learn_start = time.perf_counter()
@@ -518,7 +536,7 @@ class Trainer:
         self.update, self.frames = counters["update"], counters["frames"]
         self.episodes, self.elapsed_s = counters["episodes"], counters["elapsed_s"]
         for _ in state.get("stages", []):  # saved in a later stage: continue with it
-            self._start_next_stage()
+            self._start_next_stage(storage)
         if state.get("stages"):
             self.stages = state["stages"]
             self.stage_start = tuple(state["stage_start"])
