@@ -374,3 +374,17 @@ def test_one_stage_as_a_mapping_as_configs_held_it_before():
         "kickstart",
         "kickstart",
     ]
+
+
+def test_a_run_that_maps_on_the_cpu_trains_there():
+    """With device auto, a run with the map-planner teacher or the seen_map sensor (numba kernels on the
+    CPU) trains on the CPU, where a GPU machine would otherwise put the simulator on CUDA; asking for CUDA
+    names the teacher."""
+    assert load_config("navzoo-pointnav-depth").worker_device() == "cpu"
+    mapped = ["model=pointnav-simple-cnn", "sim.sensors=[depth,seen_map]", "sim.resolution=[64,64]"]
+    assert load_config("pointnav-blind", mapped).worker_device() == "cpu"
+    assert load_config("navzoo-pointnav-depth-il").worker_device() == "auto"  # the shortest-path teacher
+    assert load_config("navzoo-pointnav-blind").worker_device() == "auto"
+    with pytest.raises(ConfigError, match="with imitation.teacher map-planner") as error:
+        load_config("navzoo-pointnav-depth", ["device=cuda"])
+    assert error.value.field == "device"

@@ -48,6 +48,9 @@ WANDB_MODES = ("online", "offline", "disabled")
 AUX_TASKS = ("cpca", "inverse_dynamics")  # navzoo.train.auxiliary
 # The teachers of imitation (navzoo.train.teacher) and the cameras each reads besides the simulator's state.
 TEACHER_SENSORS = {"shortest-path": (), "map-planner": ("depth",)}
+# The teachers that plan with numba kernels on the CPU alone; the simulator runs where the policy trains, so a
+# run with one of them trains on the CPU.
+CPU_TEACHERS = ("map-planner",)
 # The simulator fields a later stage may change (FinetuneConfig.sim and its rank_sim_overrides): the scene
 # stream and the episodes drawn from it. The others fix the rollout's shapes or what the policy sees.
 STAGE_SIM_FIELDS = (
@@ -351,6 +354,16 @@ class TrainConfig(Config):
             raise ConfigError(
                 "sim.device", self.sim.device, f"{self.device!r} like device: it simulates where it trains"
             )
+        if self.cpu_only and not self.worker_device().startswith("cpu"):
+            name, value = (
+                ("device", self.device) if self.device != "auto" else ("sim.device", self.sim.device)
+            )
+            raise ConfigError(
+                name,
+                value,
+                f"'cpu' or 'auto' with imitation.teacher {self.imitation.teacher} (it plans with numba "
+                "kernels on the CPU, and the simulator runs where the policy trains)",
+            )
         for stage in range(len(self.finetune) + 1):
             for rank in {0, *self.rank_sim_overrides, *(self._stage_rank_overrides(stage) or {})}:
                 self.sim_for_rank(rank, stage)
@@ -524,10 +537,21 @@ class TrainConfig(Config):
         one)."""
         return self.algorithm in TEACHER_ALGORITHMS
 
+    @property
+    def cpu_only(self) -> bool:
+        """Whether the run's teacher plans on the CPU alone (CPU_TEACHERS), so the run trains there."""
+        return self.uses_teacher and self.imitation.teacher in CPU_TEACHERS
+
     def worker_device(self) -> str:
         """The device each worker trains and simulates on: `device`, or with "auto" a `sim.device` that
-        asks for CUDA (the README's `sim.device=cuda`), else the worker's CUDA device when there is one."""
-        return self.sim.device if self.device == "auto" and self.sim.device != "cpu" else self.device
+        asks for CUDA (the README's `sim.device=cuda`), the CPU for a run whose teacher plans there alone
+        (cpu_only) or whose simulator maps what it sees (the seen_map sensor, numba kernels too), else the
+        worker's CUDA device when there is one."""
+        if self.device != "auto":
+            return self.device
+        if self.sim.device != "cpu":
+            return self.sim.device
+        return "cpu" if self.cpu_only or SEEN_MAP in self.sim.sensors else "auto"
 
     def frames_per_update(self, world_size: int) -> int:
         return self.ppo.num_steps * self.sim.num_envs * world_size
