@@ -4,11 +4,11 @@
 
 Every checkpoint of every run (train with `keep_checkpoints` high enough to keep them; --stride N takes every
 N-th and the last) is evaluated on the first --episodes val episodes with actions sampled from the policy,
-as habitat-baselines evaluates. A run
-started with `init_from` continues the curve of the run it started from: its frames and wall time count
-from where that one stopped, and runs given the same --labels entry make one curve (a run continued in
-another folder). Results are cached in --out/learning_curves.json, so a second call only
-evaluates new checkpoints; the figure, learning_curves.png, has SPL against frames and against hours.
+as habitat-baselines evaluates. A run started with `init_from` continues the curve of the run it started
+from: its frames and wall time count from where that one stopped (and that one's from where its own source
+stopped), and runs given the same --labels entry make one curve (a run continued in another folder).
+Results are cached in --out/learning_curves.json, so a second call only evaluates new checkpoints; the
+figure, learning_curves.png, has SPL against frames and against hours.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from navzoo.evaluation import evaluate, summarize
 from navzoo.models import build_policy
+from navzoo.models.metadata import training_records
 from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.train.checkpoint import list_checkpoints, load_checkpoint
@@ -72,12 +73,12 @@ def evaluate_checkpoint(path: Path, episodes: int, num_envs: int) -> dict:
         summary = summarize(evaluate(sim, PolicyAgent(policy, num_envs), episodes, progress=False))
     finally:
         sim.close()
-    # A run initialised from another continues that run's frames and time.
-    before = state.get("initialised_from") or {}
+    # A run initialised from another continues the frames and time of every run before it.
+    before = training_records(state.get("initialised_from"))
     counters = state["counters"]
     return {
-        "frames": counters["frames"] + (before.get("frames") or 0),
-        "hours": (counters["elapsed_s"] + (before.get("wall_time_s") or 0)) / 3600,
+        "frames": counters["frames"] + sum(record.get("frames") or 0 for record in before),
+        "hours": (counters["elapsed_s"] + sum(record.get("wall_time_s") or 0 for record in before)) / 3600,
         "spl": summary["spl"],
         "spl_ci95": summary["spl_ci95"],
         "success": summary["success"],
