@@ -255,8 +255,11 @@ def _reproduce(provenance: dict[str, Any]) -> str:
             f"{transfer['task']} --setting {transfer['setting']} --from {transfer['base']} --frames "
             f"{provenance.get('frames', 0)}` (its training config is below)."
         )
+    # A run's environments and rank overrides are per worker, so it reproduces with as many workers.
+    workers = provenance.get("workers", 1)
+    launcher = f"torchrun --standalone --nproc-per-node {workers} -m navzoo.cli" if workers > 1 else "navzoo"
     return (
-        "Reproduce with `navzoo train train_config.yaml --run-dir runs/<name>` (the file is in this "
+        f"Reproduce with `{launcher} train train_config.yaml --run-dir runs/<name>` (the file is in this "
         "repository)."
     )
 

@@ -283,3 +283,13 @@ def test_card_states_the_recipe_stage_by_stage():
         "imitation of the shortest-path teacher (DAgger) for 5,000,000 frames (1.4 h), "
         "then with the seen_map sensor added as an input, DD-PPO for 1,000,000 frames (17 min)"
     )
+
+
+def test_card_reproduces_a_run_with_its_number_of_workers():
+    """A run's environments and rank overrides are per worker: the card's command launches as many."""
+    from navzoo.hub.card import _reproduce
+
+    one = _reproduce({"source": "navzoo train", "workers": 1})
+    assert "`navzoo train train_config.yaml --run-dir runs/<name>`" in one
+    two = _reproduce({"source": "navzoo train", "workers": 2})
+    assert "`torchrun --standalone --nproc-per-node 2 -m navzoo.cli train train_config.yaml" in two
