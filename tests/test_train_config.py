@@ -385,6 +385,6 @@ def test_a_run_that_maps_on_the_cpu_trains_there():
     assert load_config("pointnav-blind", mapped).worker_device() == "cpu"
     assert load_config("navzoo-pointnav-depth-il").worker_device() == "auto"  # the shortest-path teacher
     assert load_config("navzoo-pointnav-blind").worker_device() == "auto"
-    with pytest.raises(ConfigError, match="with imitation.teacher map-planner") as error:
+    with pytest.raises(ConfigError, match=r"with imitation\.teacher map-planner") as error:
         load_config("navzoo-pointnav-depth", ["device=cuda"])
     assert error.value.field == "device"
