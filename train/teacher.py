@@ -191,6 +191,5 @@ class MapPlannerTeacher:
             seen.reset(np.arange(len(seen.solid)))
 
 
+# The cameras each reads besides the simulator's state are the config's (navzoo.train.config.TEACHER_SENSORS).
 TEACHERS = {"shortest-path": StraightLineOracle, "map-planner": MapPlannerTeacher}
-# What each teacher reads from the simulator besides its state.
-TEACHER_SENSORS = {"shortest-path": (), "map-planner": ("depth",)}
