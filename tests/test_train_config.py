@@ -325,6 +325,46 @@ def test_finetune_block_errors_name_the_key(overrides, field):
     assert error.value.field == field
 
 
+def test_a_stage_conflicting_with_the_run_s_rank_override_is_named():
+    """A stage's sim block that the run's rank override cannot follow names the override and the stage."""
+    overrides = ["algorithm=dagger", "rank_sim_overrides={1: {min_geodesic: 5.0}}"]
+    overrides += ["finetune=[{from_frames: 4096, algorithm: dagger, sim: {max_geodesic: 4.0}}]"]
+    with pytest.raises(ConfigError, match=r"\(in stage finetune\.0\)$") as error:
+        load_config("pointnav-blind", overrides)
+    assert error.value.field == "rank_sim_overrides.1.min_geodesic"
+
+
+def test_a_stage_s_rank_overrides_change_only_the_scene_stream_of_the_run_s():
+    """What the run's override sets for a worker beyond its scenes (its environments, here) holds in a stage
+    with rank overrides of its own; its scenes are the stage's."""
+    config = load_config(
+        "pointnav-blind",
+        [
+            "algorithm=dagger",
+            "rank_sim_overrides={1: {num_envs: 8, scene_families: [apartment]}}",
+            "finetune=[{from_frames: 4096, algorithm: dagger,"
+            " rank_sim_overrides: {1: {scene_families: [office]}}}]",
+        ],
+    )
+    first, second = config.sim_for_rank(1, 0), config.sim_for_rank(1, 1)
+    assert (first.num_envs, first.scene_families) == (8, ("apartment",))
+    assert (second.num_envs, second.scene_families) == (8, ("office",))
+    assert config.sim_for_rank(0, 1).scene_families == config.sim.scene_families
+    assert config.overridden_ranks() == {1}
+
+
+def test_a_stage_that_restates_the_simulator_keeps_its_seed():
+    """A stage whose overrides give the simulator the stage before had (a default restated) goes on in the
+    same environments: same config, same seed. Only a real change draws a seed of its own."""
+    office = "{scene_families: [office]}"
+    restated = "{scene_families: [office], min_geodesic: 1.0}"  # 1.0 is the default
+    stages = f"finetune=[{{from_frames: 4096, algorithm: dagger, rank_sim_overrides: {{1: {office}}}}},"
+    stages += f" {{from_frames: 8192, algorithm: dagger, rank_sim_overrides: {{1: {restated}}}}}]"
+    config = load_config("pointnav-blind", ["algorithm=dagger", stages])
+    assert config.sim_for_rank(1, 2) == config.sim_for_rank(1, 1) != config.sim_for_rank(1, 0)
+    assert config.sim_for_rank(0, 2) == config.sim_for_rank(0, 0)
+
+
 def test_finetune_block_changes_only_its_stage():
     config = load_config(
         "navzoo-pointnav-depth-il", ["finetune.from_frames=100000", "finetune.ppo.lr=2.5e-4"]
@@ -376,7 +416,7 @@ def test_one_stage_as_a_mapping_as_configs_held_it_before():
     ]
 
 
-def test_a_run_that_maps_on_the_cpu_trains_there():
+def test_a_run_that_maps_on_the_cpu_trains_there(monkeypatch):
     """With device auto, a run with the map-planner teacher or the seen_map sensor (numba kernels on the
     CPU) trains on the CPU, where a GPU machine would otherwise put the simulator on CUDA; asking for CUDA
     names the teacher."""
@@ -385,6 +425,13 @@ def test_a_run_that_maps_on_the_cpu_trains_there():
     assert load_config("pointnav-blind", mapped).worker_device() == "cpu"
     assert load_config("navzoo-pointnav-depth-il").worker_device() == "auto"  # the shortest-path teacher
     assert load_config("navzoo-pointnav-blind").worker_device() == "auto"
-    with pytest.raises(ConfigError, match=r"with imitation\.teacher map-planner") as error:
+    with pytest.raises(ConfigError, match=r"'cpu' or 'auto' with imitation\.teacher map-planner") as error:
         load_config("navzoo-pointnav-depth", ["device=cuda"])
+    assert error.value.field == "device"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # a GPU machine's, for the simulator
+    with pytest.raises(ConfigError, match=r"are 'cpu' with imitation\.teacher map-planner") as error:
+        load_config("navzoo-pointnav-depth", ["sim.device=cuda"])  # 'auto' is no simulator device
+    assert error.value.field == "sim.device"
+    with pytest.raises(ConfigError, match=r"'cpu' or 'auto' with the seen_map sensor") as error:
+        load_config("pointnav-blind", [*mapped, "device=cuda"])  # refused here, not once workers start
     assert error.value.field == "device"

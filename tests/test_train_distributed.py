@@ -570,10 +570,10 @@ def test_a_stage_on_other_scenes_restarts_the_environments_and_resumes_exactly(t
     there, with its own seed. The stage after it, on the same scenes, goes on in the same environments. A
     stop on the switch's update, and one after it, resume exactly."""
     f = FRAMES_PER_UPDATE
-    offices = "sim: {max_geodesic: 6.0}, rank_sim_overrides: {0: {scene_families: [apartment]}}"
+    other_scenes = "sim: {max_geodesic: 6.0}, rank_sim_overrides: {0: {scene_families: [apartment]}}"
     stages = (
-        f"finetune=[{{from_frames: {2 * f}, algorithm: dagger, {offices}}},"
-        f" {{from_frames: {4 * f}, algorithm: kickstart, ppo: {{critic_warmup_updates: 1}}, {offices}}}]"
+        f"finetune=[{{from_frames: {2 * f}, algorithm: dagger, {other_scenes}}},"
+        f" {{from_frames: {4 * f}, algorithm: kickstart, ppo: {{critic_warmup_updates: 1}}, {other_scenes}}}]"
     )
     extra = ("algorithm=dagger", f"imitation.oracle_decay_frames={2 * f}", stages)
     _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=stop_at, extra=extra)
@@ -592,6 +592,20 @@ def test_a_stage_on_other_scenes_restarts_the_environments_and_resumes_exactly(t
     assert [sims.index(sim) for sim in sims] == [0, 0, 2, 2, 2, 2]  # a new one with stage 1, kept by stage 2
     assert sims[2].config.scene_families == ("apartment",) and sims[2].config.max_geodesic == 6.0
     assert not set(sims[2].env_seeds.tolist()) & set(sims[0].env_seeds.tolist())
+
+
+def test_overrides_for_workers_the_run_lacks_are_reported(tmp_path, capsys):
+    """A preset made for two workers (the depth preset's large offices on worker 1) still trains on one, and
+    says which settings it leaves out and how to run with them."""
+    late = (
+        f"finetune=[{{from_frames: {FRAMES_PER_UPDATE}, rank_sim_overrides: {{2: {{max_geodesic: 6.0}}}}}}]"
+    )
+    overrides = ["rank_sim_overrides={1: {scene_families: [office]}}", "algorithm=dagger", late]
+    config = load_config(PRESET, [*TINY, *ADAM, f"total_frames={FRAMES_PER_UPDATE}", *overrides])
+    train(config, tmp_path / "run")
+    out = capsys.readouterr().out
+    assert "rank_sim_overrides name worker ranks [1, 2] and this run has 1 worker(s)" in out
+    assert "torchrun --nproc-per-node 3" in out
 
 
 def test_a_checkpoint_written_before_the_shared_config_base_resumes(tmp_path):

@@ -211,9 +211,11 @@ class FinetuneConfig(Config):
     "kickstart" is DD-PPO with the teacher's cross-entropy added (imitation.kickstart_weight).
 
     A stage may also train on other scenes: `sim` changes the run's `sim` block (STAGE_SIM_FIELDS) and
-    `rank_sim_overrides`, where given, stands for the run's in this stage (e.g. one worker's environments
-    all in large offices). Where that changes a worker's simulator, its environments all start new
-    episodes in the new scene stream when the stage begins, with a fresh recurrent state."""
+    `rank_sim_overrides`, where given, stands for the scene stream of the run's in this stage (e.g. one
+    worker's environments all in large offices; what else the run's override sets for a worker, such as
+    its number of environments, holds in every stage). Where that changes a worker's simulator, its
+    environments all start new episodes in the new scene stream when the stage begins, with a fresh
+    recurrent state."""
 
     from_frames: int = 0
     algorithm: str = "ppo"
@@ -234,8 +236,8 @@ class FinetuneConfig(Config):
         return _changed_block(base, self.ppo, f"{block}.ppo", "ppo")
 
     def imitation_config(self, base: ImitationConfig, block: str = "finetune") -> ImitationConfig:
-        """The `imitation` block of this stage; the teacher stays the run's, since it keeps its maps across
-        the switch."""
+        """The `imitation` block of this stage; the teacher stays the run's (one teacher labels the whole
+        run; a worker that keeps its simulator keeps its teacher's maps across the switch)."""
         if "teacher" in self.imitation:
             raise ConfigError(
                 f"{block}.imitation.teacher",
@@ -354,18 +356,20 @@ class TrainConfig(Config):
             raise ConfigError(
                 "sim.device", self.sim.device, f"{self.device!r} like device: it simulates where it trains"
             )
-        if self.cpu_only and not self.worker_device().startswith("cpu"):
-            name, value = (
-                ("device", self.device) if self.device != "auto" else ("sim.device", self.sim.device)
+        if self.needs_cpu and not self.worker_device().startswith("cpu"):
+            name, value, allowed = (
+                ("device", self.device, "'cpu' or 'auto'")
+                if self.device != "auto"
+                else ("sim.device", self.sim.device, "'cpu'")
             )
             raise ConfigError(
                 name,
                 value,
-                f"'cpu' or 'auto' with imitation.teacher {self.imitation.teacher} (it plans with numba "
-                "kernels on the CPU, and the simulator runs where the policy trains)",
+                f"{allowed} with {self._cpu_reason()} (numba kernels on the CPU, and the simulator runs "
+                "where the policy trains)",
             )
         for stage in range(len(self.finetune) + 1):
-            for rank in {0, *self.rank_sim_overrides, *(self._stage_rank_overrides(stage) or {})}:
+            for rank in {0, *self.overridden_ranks()}:
                 self.sim_for_rank(rank, stage)
         if self.model is not None:
             policy = self.policy_config()
@@ -486,39 +490,41 @@ class TrainConfig(Config):
         cameras an imitation teacher reads that the policy does not (teacher_only_sensors). A stage that
         leaves the simulator as the stage before had it gets the same config, so its environments go on; one
         that changes it gets a seed of its own, so its episodes are not the first stage's drawn again."""
-        sim, changes = settings = self._stage_sim_settings(rank, stage)
-        first = stage  # the stage since which these settings hold
-        while first and self._stage_sim_settings(rank, first - 1) == settings:
+        sim, changes = self._stage_sim(rank, stage)
+        first = stage  # the stage since which this simulator holds
+        while first and self._stage_sim(rank, first - 1)[0] == sim:
             first -= 1
-        changes = dict(changes)
         seed = (
             self.seed * 1000 + rank
             if first == 0
             else stable_seed("stage", self.seed, rank, first) & 0x7FFFFFFF
         )
-        changes.setdefault("seed", seed)
-        changes.setdefault("sensors", (*self.sim.sensors, *self.teacher_only_sensors()))
-        block = (
-            "rank_sim_overrides"
-            if self._stage_rank_overrides(stage) is None
-            else f"finetune.{stage - 1}.rank_sim_overrides"
-        )
+        defaults = {"seed": seed, "sensors": (*self.sim.sensors, *self.teacher_only_sensors())}
+        return sim.replace(**{key: value for key, value in defaults.items() if key not in changes})
+
+    def overridden_ranks(self) -> set[int]:
+        """The workers that the run's or a stage's rank_sim_overrides name."""
+        stages = [stage.rank_sim_overrides or {} for stage in self.finetune]
+        return {rank for overrides in (self.rank_sim_overrides, *stages) for rank in overrides}
+
+    def _stage_sim(self, rank: int, stage: int) -> tuple[SimConfig, dict[str, Any]]:
+        """Worker `rank`'s simulator in stage `stage` before its seed and teacher cameras are added (the
+        `sim` block as the stage changes it, with the rank's overrides), and those overrides."""
+        sim = self.sim.replace(**self.finetune[stage - 1].sim) if stage else self.sim
+        changes = self.rank_sim_overrides.get(rank, {})
+        block, where = "rank_sim_overrides", f" (in stage finetune.{stage - 1})" if stage else ""
+        stage_overrides = self.finetune[stage - 1].rank_sim_overrides if stage else None
+        if stage_overrides is not None:
+            # The stage's overrides stand for the scene stream of the run's; the rest of a worker's holds.
+            kept = {key: value for key, value in changes.items() if key not in STAGE_SIM_FIELDS}
+            changes = {**kept, **stage_overrides.get(rank, {})}
+            block, where = f"finetune.{stage - 1}.rank_sim_overrides", ""
         try:
-            return sim.replace(**changes)
+            return sim.replace(**changes), changes
         except TypeError:
             raise ConfigError(block, changes, "SimConfig fields") from None
         except ConfigError as err:
-            raise ConfigError(f"{block}.{rank}.{err.field}", err.value, err.allowed) from None
-
-    def _stage_sim_settings(self, rank: int, stage: int) -> tuple[SimConfig, dict[str, Any]]:
-        """The `sim` block as stage `stage` changes it, and worker `rank`'s overrides in that stage."""
-        sim = self.sim.replace(**self.finetune[stage - 1].sim) if stage else self.sim
-        overrides = self._stage_rank_overrides(stage)
-        return sim, (self.rank_sim_overrides if overrides is None else overrides).get(rank, {})
-
-    def _stage_rank_overrides(self, stage: int) -> dict[int, dict[str, Any]] | None:
-        """The rank overrides stage `stage` sets for itself; None where it keeps the run's."""
-        return self.finetune[stage - 1].rank_sim_overrides if stage else None
+            raise ConfigError(f"{block}.{rank}.{err.field}", err.value, err.allowed + where) from None
 
     def teacher_only_sensors(self) -> tuple[str, ...]:
         """Cameras the simulator renders for the imitation teacher alone (not stored, not seen by the
@@ -538,20 +544,27 @@ class TrainConfig(Config):
         return self.algorithm in TEACHER_ALGORITHMS
 
     @property
-    def cpu_only(self) -> bool:
-        """Whether the run's teacher plans on the CPU alone (CPU_TEACHERS), so the run trains there."""
-        return self.uses_teacher and self.imitation.teacher in CPU_TEACHERS
+    def needs_cpu(self) -> bool:
+        """Whether the run trains on the CPU alone: its teacher plans there (CPU_TEACHERS), or its simulator
+        maps what it sees (the seen_map sensor)."""
+        return self._cpu_reason() is not None
+
+    def _cpu_reason(self) -> str | None:
+        if self.uses_teacher and self.imitation.teacher in CPU_TEACHERS:
+            return f"imitation.teacher {self.imitation.teacher}"
+        if SEEN_MAP in self.sim.sensors:
+            return f"the {SEEN_MAP} sensor"
+        return None
 
     def worker_device(self) -> str:
         """The device each worker trains and simulates on: `device`, or with "auto" a `sim.device` that
-        asks for CUDA (the README's `sim.device=cuda`), the CPU for a run whose teacher plans there alone
-        (cpu_only) or whose simulator maps what it sees (the seen_map sensor, numba kernels too), else the
-        worker's CUDA device when there is one."""
+        asks for CUDA (the README's `sim.device=cuda`), the CPU for a run that needs it (needs_cpu), else
+        the worker's CUDA device when there is one."""
         if self.device != "auto":
             return self.device
         if self.sim.device != "cpu":
             return self.sim.device
-        return "cpu" if self.cpu_only or SEEN_MAP in self.sim.sensors else "auto"
+        return "cpu" if self.needs_cpu else "auto"
 
     def frames_per_update(self, world_size: int) -> int:
         return self.ppo.num_steps * self.sim.num_envs * world_size

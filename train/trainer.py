@@ -269,6 +269,14 @@ class Trainer:
                 ckpt.remove_stale_temporaries(self.run_dir)
                 for reason in skipped:
                     print(f"skipped a damaged checkpoint: {reason}; resuming from {found.name}", flush=True)
+            if absent := sorted(r for r in cfg.overridden_ranks() if r >= workers.world_size):
+                # A preset made for several workers still runs on fewer, without those workers' scenes.
+                print(
+                    f"warning: rank_sim_overrides name worker ranks {absent} and this run has "
+                    f"{workers.world_size} worker(s): their settings are not used; start it with torchrun "
+                    f"--nproc-per-node {absent[-1] + 1} to train with them",
+                    flush=True,
+                )
         dist.barrier()
         observations = self._observe(self.sim.reset())
         storage = RolloutStorage(
