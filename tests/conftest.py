@@ -28,6 +28,28 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     torch.set_num_threads(1)
 
+
+def pytest_collection_modifyitems(config, items):
+    """Deal the slow tests to the heads of the test workers' queues.
+
+    pytest-xdist's worksteal scheduler gives each worker a contiguous share of the collection, run in
+    order, and a worker that runs dry steals the tail of another's queue. In file order the learning tests
+    come last, so they ran one after the other on one worker while the other had nothing left to do. Dealt
+    round-robin to the starts of the shares, the slow tests run side by side and the short ones even out
+    the end. Other schedulers still see the slow tests early."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    if workers < 2:
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    fast = iter([item for item in items if not item.get_closest_marker("slow")])
+    ordered = []
+    for worker in range(workers):
+        share = (len(items) - len(ordered)) // (workers - worker)  # worksteal's first split
+        dealt = slow[worker::workers]
+        ordered += dealt + [next(fast) for _ in range(max(share - len(dealt), 0))]
+    items[:] = ordered + list(fast)
+
+
 CEILING = 2.5
 EYE = 1.25
 

@@ -355,6 +355,7 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path, hub_offline):
     assert sorted(p.name for p in model.iterdir()) == ["config.json", "model.safetensors"]
 
 
+@pytest.mark.slow
 def test_sweep_writes_curves_results_and_the_plot(base, tmp_path, hub_offline):
 
     def sweep(overrides=(*TINY, "sim.max_episode_steps=8")) -> dict:
@@ -390,6 +391,7 @@ def test_sweep_writes_curves_results_and_the_plot(base, tmp_path, hub_offline):
     assert (tmp_path / "pointgoal-finetune" / "log.jsonl").read_text() == before
 
 
+@pytest.mark.slow
 def test_pushed_finetuned_model_card_names_its_base(base, tmp_path):
     """`navzoo push --dry-run` writes the repository folder (nothing leaves the machine)."""
     _finetune("pointgoal-finetune", "flee", tmp_path / "run", base, ["sim.max_episode_steps=8"])
