@@ -3,6 +3,7 @@ fake Hub (tests/fake_hub.py)."""
 
 import contextlib
 import hashlib
+import itertools
 import os
 import shutil
 import socket
@@ -46,7 +47,7 @@ def pytest_collection_modifyitems(config, items):
     for worker in range(workers):
         share = (len(items) - len(ordered)) // (workers - worker)  # worksteal's first split
         dealt = slow[worker::workers]
-        ordered += dealt + [next(fast) for _ in range(max(share - len(dealt), 0))]
+        ordered += dealt + list(itertools.islice(fast, max(share - len(dealt), 0)))
     items[:] = ordered + list(fast)
 
 
