@@ -17,6 +17,8 @@ import argparse
 import json
 from pathlib import Path
 
+import matplotlib
+from cycler import cycler
 from matplotlib.figure import Figure
 
 from navzoo.evaluation import evaluate, summarize
@@ -87,20 +89,25 @@ def evaluate_checkpoint(path: Path, episodes: int, num_envs: int) -> dict:
 
 
 def plot(curves: dict[str, list[dict]], episodes: int, path: Path) -> Path:
-    figure = Figure(figsize=(11, 4), layout="constrained")
+    figure = Figure(figsize=(11, 4 + 0.17 * len(curves)), layout="constrained")
     by_frames, by_hours = figure.subplots(1, 2, sharey=True)
+    # Ten colours, solid then dashed, so that up to twenty curves stay apart.
+    styles = cycler(linestyle=["-", "--"]) * cycler(color=matplotlib.colormaps["tab10"].colors)
+    for axes in (by_frames, by_hours):
+        axes.set_prop_cycle(styles)
     for label, points in curves.items():
         points = sorted(points, key=lambda p: p["frames"])
         spl = [p["spl"] for p in points]
         by_frames.plot([p["frames"] / 1e6 for p in points], spl, marker=".", label=label)
-        by_hours.plot([p["hours"] for p in points], spl, marker=".", label=label)
+        by_hours.plot([p["hours"] for p in points], spl, marker=".")
     by_frames.set_xlabel("frames (millions)")
     by_hours.set_xlabel("wall-clock (hours)")
     by_frames.set_ylabel(f"val SPL ({episodes} episodes, sampled actions)")
     for axes in (by_frames, by_hours):
         axes.set_ylim(0, 1)
         axes.grid(alpha=0.3)
-        axes.legend(loc="lower right", fontsize="small")
+    # One legend for both panels, under them, so that it hides no curve.
+    figure.legend(loc="outside lower center", ncols=2, fontsize="small")
     figure.savefig(path, dpi=110)
     return path
 
