@@ -17,6 +17,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,8 @@ from navzoo.cli import main as cli_main
 from navzoo.zoo import locate
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
+# A fenced block, also one indented under a list item (its closing fence indented the same).
+BLOCK = re.compile(r"^( *)```(\w+)\n(.*?)^\1```", re.S | re.M)
 # Python lines left out of the run, and why: each needs the network or names something of the reader's.
 NOT_RUN = {
     'navzoo.load("pointnav-se-resnext101")': "downloads habitat's release",
@@ -68,7 +70,8 @@ SHELL_NOT_RUN = {
 
 
 def blocks(language: str) -> list[str]:
-    return [body for lang, body in BLOCK.findall(README.read_text()) if lang == language]
+    found = BLOCK.findall(README.read_text())
+    return [textwrap.dedent(body) for _, lang, body in found if lang == language]
 
 
 def runnable_python() -> str:
@@ -82,8 +85,15 @@ def shell_lines() -> list[str]:
     """Every command of the shell blocks, continuation lines joined, comments dropped."""
     lines = []
     for block in blocks("bash"):
+        pending = ""
         for line in block.replace("\\\n", " ").splitlines():
-            if words := shlex.split(line, comments=True):
+            pending = f"{pending} {line}" if pending else line
+            try:
+                words = shlex.split(pending, comments=True)
+            except ValueError:  # a quoted argument (a YAML list) goes on over the next line
+                continue
+            pending = ""
+            if words:
                 lines.append(shlex.join(words))
     return lines
 
