@@ -95,6 +95,7 @@ def shell_lines() -> list[str]:
             pending = ""
             if words:
                 lines.append(shlex.join(words))
+        assert not pending, f"a README shell block ends inside a quote: {pending}"
     return lines
 
 
