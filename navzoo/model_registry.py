@@ -292,12 +292,14 @@ def _shipped(name: str, description: str) -> None:
     config, _ = read_config(folder)
     record = config.metadata.provenance or {}
     # A run started from another's weights (init_from) counts that run's frames too, and so on down.
-    frames = sum(run.get("frames", 0) for run in training_records(record))
+    runs = training_records(record)
+    frames = sum(run.get("frames", 0) for run in runs)
+    in_runs = f" in {len(runs)} runs, each started from the one before" if len(runs) > 1 else ""
     provenance = Provenance(
         paper=DDPPO_PAPER,
         paper_url=DDPPO_URL,
         training_data="navzoo's embedded simulator, train split (all scene families)",
-        notes=f"`navzoo train {name}` for {frames:,} frames; evaluation in the README",
+        notes=f"`navzoo train {name}` for {frames:,} frames{in_runs}; evaluation in the README",
     )
     # The entry holds the architecture alone, as every other entry does; loading reads the file's metadata.
     architecture = config.replace(metadata=ModelMetadata())
