@@ -193,6 +193,11 @@ def test_finetune_prints_the_transfer_run_it_would_start(capsys):
     train = printed["train"]
     assert (train["total_frames"], train["sim"]["num_envs"], train["sim"]["task"]) == (200_000, 4, "flee")
     assert (train["algorithm"], train["init_from"]) == ("ppo", None)
+    # The base run split its 64 environments into 8 mini-batches; 4 environments keep one each.
+    assert train["ppo"]["num_mini_batch"] == 4
+    # A count given on the command line is the user's, and checked as given.
+    assert main([*FINETUNE, "--num-envs", "4", "ppo.num_mini_batch=8", "--print-config"]) == 2
+    assert "ppo.num_mini_batch=8" in capsys.readouterr().err
 
 
 def test_the_simulator_device_is_the_training_device():

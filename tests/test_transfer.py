@@ -417,29 +417,46 @@ def test_pushed_finetuned_model_card_names_its_base(base, tmp_path):
 
 
 def test_transfer_from_an_imitation_trained_base_trains_by_ddppo_from_that_base():
-    """The shipped depth agent learnt by DAgger, then was kickstarted in runs started from it: its transfer
+    """The shipped depth agent learnt by DAgger, then was kickstarted, in the stages of one run: its transfer
     run takes neither teacher nor stages (Flee and Explore have none; the base given is the starting
     point)."""
     base = navzoo.load("navzoo-pointnav-depth")
-    records = training_records(base.provenance)
-    assert [r["train_config"]["algorithm"] for r in records if "train_config" in r] == [
-        "kickstart",
-        "kickstart",
-        "kickstart",
+    (record,) = training_records(base.provenance)
+    trained = record["train_config"]
+    assert [trained["algorithm"], *(stage["algorithm"] for stage in trained["finetune"])] == [
         "dagger",
+        "dagger",
+        "kickstart",
+        "kickstart",
     ]
     config = transfer_train_config(base, "flee", FRAMES)
     assert (config.algorithm, config.finetune, config.init_from) == ("ppo", (), None)
     assert config.sim.task == "flee"
+    assert (config.ppo.lr, config.ppo.num_mini_batch) == (
+        trained["ppo"]["lr"],
+        trained["ppo"]["num_mini_batch"],
+    )
 
 
-def test_a_base_fine_tuned_by_a_later_run_transfers_with_the_first_run_s_hyper_parameters():
-    """A base whose last run started from another model (the shipped depth agent, kickstarted with warm-ups
-    and a small decaying learning rate) transfers with the PPO settings of the run that trained it from
-    scratch."""
-    base = navzoo.load("navzoo-pointnav-depth")
+def test_a_base_fine_tuned_by_a_later_run_transfers_with_the_first_run_s_hyper_parameters(tmp_path):
+    """A base whose last run started from another model (here the shipped depth agent, kickstarted with
+    warm-ups and a small decaying learning rate, as `navzoo train ... init_from=` records it) transfers with
+    the PPO settings of the run that trained it from scratch."""
+    shipped = navzoo.load("navzoo-pointnav-depth")
+    first = shipped.provenance["train_config"]
+    later = {**first, "algorithm": "kickstart", "finetune": [], "init_from": "navzoo-pointnav-depth"}
+    later["ppo"] = {**first["ppo"], "lr": 1e-4, "critic_warmup_updates": 10, "actor_warmup_updates": 10}
+    shipped.save_pretrained(tmp_path / "kickstarted")
+    config_file = tmp_path / "kickstarted" / "config.json"
+    saved = json.loads(config_file.read_text())
+    saved["provenance"] = {
+        "source": "navzoo train",
+        "train_config": later,
+        "initialised_from": saved["provenance"],
+    }
+    config_file.write_text(json.dumps(saved))
+    base = navzoo.load(tmp_path / "kickstarted")
     records = training_records(base.provenance)
-    last, first = records[0]["train_config"], records[-1]["train_config"]
-    assert (last["ppo"]["lr"], last["ppo"]["critic_warmup_updates"]) == (1e-4, 10)
+    assert [r["train_config"]["algorithm"] for r in records] == ["kickstart", "dagger"]
     config = transfer_train_config(base, "flee", FRAMES)
     assert (config.ppo.lr, config.ppo.critic_warmup_updates) == (first["ppo"]["lr"], 0)

@@ -6,7 +6,8 @@ appendix F: the transfer runs use the PointGoal experiments' PPO hyper-parameter
 another model by a later run, e.g. kickstarted, keeps the first run's, not that run's warm-ups and small
 learning rate), or from the DD-PPO defaults with the base model's cameras when the base was not trained by
 navzoo (a converted habitat checkpoint). The task becomes Flee or
-Explore, and `key=value` overrides apply last.
+Explore, and `key=value` overrides apply last; a run with fewer environments than the base run's
+mini-batches keeps one environment per mini-batch.
 """
 
 from __future__ import annotations
@@ -101,4 +102,15 @@ def transfer_train_config(
         apply_override(data, item)
     if data.get("model") is not None:
         raise ConfigError("model", data["model"], "unset: the setting and --from decide the policy")
+    if not any(item.partition("=")[0].strip() == "ppo.num_mini_batch" for item in overrides):
+        _fit_mini_batches(data)
     return TrainConfig.from_dict(data)
+
+
+def _fit_mini_batches(data: dict[str, Any]) -> None:
+    """Mini-batches split a worker's environments, so the base run's count (8 for the shipped agents, made
+    for 64 environments) cannot exceed the environments a smaller transfer run steps (`--num-envs 4`): the
+    run then keeps one environment per mini-batch. (A count the overrides set is left to the usual check.)"""
+    ppo, num_envs = dict(data.get("ppo") or {}), (data.get("sim") or {}).get("num_envs")
+    if num_envs and ppo.get("num_mini_batch", 0) > num_envs:
+        data["ppo"] = {**ppo, "num_mini_batch": num_envs}
