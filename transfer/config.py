@@ -102,7 +102,7 @@ def transfer_train_config(
         apply_override(data, item)
     if data.get("model") is not None:
         raise ConfigError("model", data["model"], "unset: the setting and --from decide the policy")
-    if not any(item.partition("=")[0].strip() == "ppo.num_mini_batch" for item in overrides):
+    if not any(item.partition("=")[0] == "ppo.num_mini_batch" for item in overrides):
         _fit_mini_batches(data)
     return TrainConfig.from_dict(data)
 
@@ -111,6 +111,6 @@ def _fit_mini_batches(data: dict[str, Any]) -> None:
     """Mini-batches split a worker's environments, so the base run's count (8 for the shipped agents, made
     for 64 environments) cannot exceed the environments a smaller transfer run steps (`--num-envs 4`): the
     run then keeps one environment per mini-batch. (A count the overrides set is left to the usual check.)"""
-    ppo, num_envs = dict(data.get("ppo") or {}), (data.get("sim") or {}).get("num_envs")
+    ppo, num_envs = data.get("ppo") or {}, (data.get("sim") or {}).get("num_envs")
     if num_envs and ppo.get("num_mini_batch", 0) > num_envs:
         data["ppo"] = {**ppo, "num_mini_batch": num_envs}
