@@ -436,16 +436,17 @@ def _plan(
             bound = distance + margin
         for k in range(moves.shape[0]):
             rr, cc = r + moves[k, 0], c + moves[k, 1]
-            if rr < 0 or rr >= rows or cc < 0 or cc >= cols or not passable[env, rr, cc]:
+            if rr < 0 or rr >= rows or cc < 0 or cc >= cols:
+                continue
+            # Most neighbours are already nearer: compare first, check the move's cells only if it helps.
+            through = distance + lengths[k] * nav_cell
+            if not through < field[rr, cc] or not passable[env, rr, cc]:
                 continue
             clear = True
             for j in range(crossed_count[k]):
                 if not passable[env, r + crossed[k, j, 0], c + crossed[k, j, 1]]:
                     clear = False
-            if not clear:
-                continue
-            through = distance + lengths[k] * nav_cell
-            if through < field[rr, cc]:
+            if clear:
                 field[rr, cc] = through
                 way[rr, cc] = k
                 q = kind[k]

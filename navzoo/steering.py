@@ -128,7 +128,17 @@ def straight_line_actions(
                 if j < k:
                     ex, ey = x + ux * marches[j], y + uy * marches[j]
                     end, cell = kernels.geodesic_via(
-                        fields, f, nav_cell, ex, ey, heights, cell_size, slot, hop_radius
+                        fields,
+                        f,
+                        nav_cell,
+                        ex,
+                        ey,
+                        heights,
+                        cell_size,
+                        slot,
+                        hop_radius,
+                        marches[j],
+                        best_cost,
                     )
                     if marches[j] + end < best_cost:
                         best_cost, best_direction, best_cell = marches[j] + end, d, cell

@@ -126,12 +126,17 @@ def geodesic(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius
     With `hop_radius` > 0 a hop counts only if a disc of that radius at its midpoint is clear in map
     `heights[slot]`: on a partial map an unseen cell at a wall corner has a finite distance from the far
     side, and an unchecked hop would lend it through the corner. The scenes' own fields need no check."""
-    return geodesic_via(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius)[0]
+    start, unbounded = np.float32(0), np.float32(np.inf)
+    return geodesic_via(
+        fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius, start, unbounded
+    )[0]
 
 
 @njit(cache=True, inline="always")
-def geodesic_via(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius):
-    """(geodesic's distance, the index row * cols + col of the cell it goes through; -1 if none)."""
+def geodesic_via(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius, offset, limit):
+    """(geodesic's distance, the index row * cols + col of the cell it goes through; -1 if none), where
+    only a distance d with `offset` + d < `limit` counts: (inf, -1) if none does. A caller that keeps the
+    best `offset` + distance so far passes it as `limit`, and the hops that cannot beat it go unchecked."""
     rows, cols = fields.shape[1], fields.shape[2]
     row, col = math.floor(y / nav_cell), math.floor(x / nav_cell)
     best, via = np.float32(np.inf), -1
@@ -140,11 +145,15 @@ def geodesic_via(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_ra
         for dc in range(-1, 2):
             c = min(max(col + dc, 0), cols - 1)
             cx, cy = np.float32((c + 0.5) * nav_cell), np.float32((r + 0.5) * nav_cell)
-            if hop_radius > 0 and not disc_free(
-                heights, cell_size, slot, (x + cx) / 2, (y + cy) / 2, hop_radius
-            ):
-                continue
             through = fields[field, r, c] + np.float32(math.hypot(cx - x, cy - y))
-            if through < best:
+            # The hop's check, the costly part, only for a hop that would win.
+            if (
+                through < best
+                and offset + through < limit
+                and (
+                    hop_radius <= 0
+                    or disc_free(heights, cell_size, slot, (x + cx) / 2, (y + cy) / 2, hop_radius)
+                )
+            ):
                 best, via = through, r * cols + c
     return best, via
