@@ -16,7 +16,7 @@ from navzoo.baselines import MapPlannerAgent, OracleAgent, make_baseline
 from navzoo.errors import ConfigError
 from navzoo.evaluation import evaluate, summarize
 from navzoo.seen_map import SeenMap
-from navzoo.sim import MOVE_FORWARD, BatchSim, SimConfig
+from navzoo.sim import MOVE_FORWARD, BatchSim, SimConfig, kernels
 
 FAMILIES = ("apartment-s", "apartment", "office", "office-l")
 
@@ -156,6 +156,34 @@ def test_passable_cells_follow_the_walls_as_they_appear(val_sim):
     fresh = SeenMap(sim)
     fresh.load_state_dict(planner.map.state_dict())  # derives passable cells from the solid ones at once
     np.testing.assert_array_equal(planner.map.passable, fresh.passable)
+
+
+def test_a_bounded_distance_look_up_gives_the_unbounded_one_or_nothing(val_sim):
+    """The steering's look-ahead asks for a distance only where it could beat the best so far, and skips
+    the costly hop checks of the cells that cannot: below the bound it must find the unbounded look-up's
+    distance and cell, at or above it none."""
+    sim = val_sim
+    obs, first = sim.reset(seed=4), torch.ones(sim.num_envs, dtype=torch.bool)
+    planner = make_baseline("map-planner", sim)
+    for _ in range(30):  # partial maps, with plans on them
+        obs, _, first, _ = sim.step(planner.act(obs, first))
+    seen, rng = planner.map, np.random.default_rng(0)
+    checked = 0
+    for env in range(sim.num_envs):
+        for x, y in sim.pos[env].numpy() + rng.uniform(-2.0, 2.0, (50, 2)).astype(np.float32):
+            # Map `env`'s field and its seen walls, with the hop checks a partial map needs.
+            walls = (seen.solid, seen.cell_size, env, seen.path_radius)
+            look_up = (seen.fields, env, seen.nav_cell, x, y, *walls)
+            unbounded = kernels.geodesic_via(*look_up, np.float32(0), np.float32(np.inf))
+            if not np.isfinite(unbounded[0]):
+                continue
+            offset = np.float32(rng.uniform(0, 4))
+            for limit in (offset + unbounded[0], np.nextafter(offset + unbounded[0], np.float32(np.inf))):
+                bounded = kernels.geodesic_via(*look_up, offset, np.float32(limit))
+                expected = unbounded if offset + unbounded[0] < limit else (np.inf, -1)
+                assert bounded == expected, (env, x, y, offset, limit)
+            checked += 1
+    assert checked > 100
 
 
 def test_a_restored_map_plans_as_the_original(val_sim):
