@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,3 +95,14 @@ def write_json(name: str, machine: dict[str, Any], results: Any, out: str | Path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"machine": machine, "results": results}, indent=2) + "\n")
     return path
+
+
+def run_in_child(script: str, spec: dict, **run_args: Any) -> dict | None:
+    """Run `script --one <spec as JSON>` in a Python process of its own (`run_args` go to subprocess.run)
+    and return the JSON its last line prints; None, with a line saying why, if it failed."""
+    command = [sys.executable, os.path.abspath(script), "--one", json.dumps(spec)]
+    done = subprocess.run(command, capture_output=True, text=True, **run_args)
+    if done.returncode != 0:
+        print(f"  failed: {spec}: {done.stderr.strip().splitlines()[-1:]}", flush=True)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -24,13 +24,11 @@ import json
 import os
 import random
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 
 import torch
-from report import machine_info, markdown_table, write_json
+from report import machine_info, markdown_table, run_in_child, write_json
 
 # Sensors joined by "+" render together; the seen_map sensor (CPU only) maps each step's depth image.
 SENSOR_SETS = (("depth", 64), ("depth", 128), ("rgb", 64), ("depth+seen_map", 64))
@@ -125,17 +123,12 @@ def measure_vizdoom(seconds: float) -> dict:
 
 
 def _child(spec: dict) -> dict | None:
-    command = [sys.executable, os.path.abspath(__file__), "--one", json.dumps(spec)]
     # A scratch working directory: ViZDoom writes its _vizdoom.ini settings file into the current one.
     with tempfile.TemporaryDirectory() as scratch:
         env = dict(os.environ)
         if spec.get("cold"):  # empty compile caches in the scratch folder, gone with it
             env.update({name: os.path.join(scratch, name.lower()) for name in COMPILE_CACHES})
-        done = subprocess.run(command, capture_output=True, text=True, cwd=scratch, env=env)
-    if done.returncode != 0:
-        print(f"  failed: {spec}: {done.stderr.strip().splitlines()[-1:]}", flush=True)
-        return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        return run_in_child(__file__, spec, cwd=scratch, env=env)
 
 
 def main() -> None:

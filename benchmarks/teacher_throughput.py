@@ -22,13 +22,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import subprocess
-import sys
 import time
 
 import torch
-from report import machine_info, markdown_table, write_json
+from report import machine_info, markdown_table, run_in_child, write_json
 
 TEACHERS = ("shortest-path", "map-planner")
 WARMUP_STEPS = 20  # compile or load the kernels, and let the first episodes' maps grow
@@ -69,15 +66,6 @@ def measure(spec: dict) -> dict:
     }
 
 
-def _child(spec: dict) -> dict | None:
-    command = [sys.executable, os.path.abspath(__file__), "--one", json.dumps(spec)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"  failed: {spec}: {done.stderr.strip().splitlines()[-1:]}", flush=True)
-        return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -97,7 +85,7 @@ def main() -> None:
     for teacher in args.teachers:
         for envs in args.envs:
             spec = {"teacher": teacher, "envs": envs, "steps": args.steps, "noise": args.noise}
-            row = _child(spec)
+            row = run_in_child(__file__, spec)
             if row is not None:
                 rows.append(row)
                 print(f"  {teacher} x{envs}: {row['labels_per_s']:,.0f} labels/s", flush=True)
