@@ -12,7 +12,7 @@ setup:
 	$(PIP) install -e '.[dev]'
 
 run: setup
-	$(PYTHON) -m navzoo.cli eval --split val --episodes $(EPISODES) --out runs/eval
+	$(PYTHON) -m navzoo eval --split val --episodes $(EPISODES) --out runs/eval
 
 test:
 	$(PIP) install -e '.[test]'

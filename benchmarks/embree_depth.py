@@ -17,8 +17,14 @@ import tempfile
 import numpy as np
 from report import machine_info, markdown_table, write_json
 
-from navzoo.habitat_export import SCENES_FOLDER, export_scenes
-from navzoo.mesh_reference import embree_depth, load_mesh, navzoo_depth, obstacle_clearance, random_poses
+from navzoo.interop.habitat_scenes import SCENES_FOLDER, export_scenes
+from navzoo.interop.mesh_reference import (
+    embree_depth,
+    load_mesh,
+    navzoo_depth,
+    obstacle_clearance,
+    random_poses,
+)
 from navzoo.names import SCENE_FAMILIES
 from navzoo.sim.navgrid import NavGrid
 from navzoo.sim.scenes import generate_scene, split_scene_ids

@@ -21,10 +21,10 @@ import matplotlib
 from cycler import cycler
 from matplotlib.figure import Figure
 
+from navzoo.agents.policy_agent import PolicyAgent, sim_settings
 from navzoo.evaluation import evaluate, summarize
 from navzoo.models import build_policy
 from navzoo.models.metadata import training_records
-from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.train.checkpoint import list_checkpoints, load_checkpoint
 from navzoo.train.config import TrainConfig

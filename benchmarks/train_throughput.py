@@ -1,6 +1,6 @@
 """End-to-end training throughput: frames/s of `navzoo train` and how each update's time splits.
 
-Every navzoo measurement runs the real trainer in its own process (`python -m navzoo.cli train`, or
+Every navzoo measurement runs the real trainer in its own process (`python -m navzoo train`, or
 `python -m torch.distributed.run --standalone` for several workers) for W warm-up plus N measured updates,
 then reads the run's log.jsonl: frames/s is the median of `perf/fps` over the measured updates (`total`:
 their frames over their summed wall time), the split is the median of `perf/sim_fraction`,

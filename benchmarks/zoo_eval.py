@@ -21,9 +21,9 @@ from matplotlib.figure import Figure
 from report import markdown_table
 
 import navzoo
-from navzoo.baselines import BASELINES, make_baseline
+from navzoo.agents.baselines import BASELINES, make_baseline
+from navzoo.agents.policy_agent import PolicyAgent, sim_settings
 from navzoo.evaluation import evaluate, format_estimate, plot_by_distance, summarize
-from navzoo.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.train.logger import read_log
 

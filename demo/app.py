@@ -21,14 +21,14 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import gradio as gr
 import numpy as np
 
-from navzoo.baselines import BASELINES
+from navzoo.agents.baselines import BASELINES
 from navzoo.demo.episodes import TASKS, Agent, load_agent, run_episode
 from navzoo.demo.sources import MAX_REPLAY_BYTES, Sources, open_bounded
 from navzoo.errors import NavzooError, ReplayError
 from navzoo.evaluation import unique_labels
+from navzoo.evaluation.replay import Replay
+from navzoo.evaluation.replay_view import BACKGROUND, ReplayView, summary_line
 from navzoo.names import ACTION_MODES
-from navzoo.replay import Replay
-from navzoo.replay_view import BACKGROUND, ReplayView, summary_line
 from navzoo.sim.config import SPLITS
 from navzoo.tasks import get_task
 

@@ -2,8 +2,8 @@
 
 import os
 
+from navzoo.cli.options import add_device_option, add_threads_option, resolve_device, set_threads
 from navzoo.errors import ConfigError
-from navzoo.sim_cli import add_device_option, add_threads_option, resolve_device, set_threads
 
 
 def register(subparsers) -> None:

@@ -6,20 +6,20 @@ Flee and Explore have no goal, so of the baselines only random and forward-only 
 stop-at-the-goal check left out.
 """
 
-from navzoo.baselines import BASELINES, make_baseline
+from navzoo.agents.baselines import BASELINES, make_baseline
+from navzoo.agents.policy_agent import PolicyAgent
 from navzoo.demo.sources import MAX_RESOLUTION, Sources
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.evaluation import Agent, evaluate, sim_config_for
+from navzoo.evaluation.replay import Replay, make_replay
 from navzoo.names import ACTION_MODES
-from navzoo.policy_agent import PolicyAgent
-from navzoo.replay import Replay, make_replay
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode, generate_episodes, scene_assets
 from navzoo.sim.scenes import SCENES_PER_SPLIT, scene_id, stable_seed
 from navzoo.tasks import TASKS as TASK_OBJECTS
 from navzoo.tasks import get_task
-from navzoo.zoo import load
+from navzoo.zoo.loader import load
 
 # The tasks as the page shows them: "PointGoal" -> "pointnav".
 TASKS = {task.label: name for name, task in TASK_OBJECTS.items()}

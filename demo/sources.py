@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
+from navzoo.evaluation.replay import SUFFIX, Replay, load_replay
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME
-from navzoo.replay import SUFFIX, Replay, load_replay
 from navzoo.sim.config import SimConfig
-from navzoo.zoo import list_models
+from navzoo.zoo.loader import list_models
 
 DEFAULT_MODEL = "navzoo-pointnav-depth"  # navzoo's own depth agent, the first choice wherever it is local
 FALLBACK_MODEL = "goal-follower"

@@ -1,3 +1,3 @@
 """Hugging Face Hub publishing (`navzoo push`, model cards) and the `navzoo pull` and `navzoo convert` command
 lines. Fetching weights and converting habitat checkpoints are the core's: navzoo.weight_sources and
-navzoo.habitat_checkpoint."""
+navzoo.zoo.habitat_checkpoints."""

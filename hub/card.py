@@ -257,7 +257,7 @@ def _reproduce(provenance: dict[str, Any]) -> str:
         )
     # A run's environments and rank overrides are per worker, so it reproduces with as many workers.
     workers = provenance.get("workers", 1)
-    launcher = f"torchrun --standalone --nproc-per-node {workers} -m navzoo.cli" if workers > 1 else "navzoo"
+    launcher = f"torchrun --standalone --nproc-per-node {workers} -m navzoo" if workers > 1 else "navzoo"
     return (
         f"Reproduce with `{launcher} train train_config.yaml --run-dir runs/<name>` (the file is in this "
         "repository)."
@@ -302,7 +302,7 @@ navzoo demo    # watch it navigate
 import torch
 
 import navzoo
-from navzoo.policy_agent import PolicyAgent, sim_settings
+from navzoo.agents.policy_agent import PolicyAgent, sim_settings
 from navzoo.sim import BatchSim, SimConfig
 
 policy = navzoo.load("hf-hub:{repo_id}")

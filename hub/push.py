@@ -23,14 +23,14 @@ from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
 from navzoo.errors import NavzooError
 from navzoo.evaluation import run
+from navzoo.evaluation.replay import load_replay
+from navzoo.evaluation.replay_view import ReplayView
+from navzoo.evaluation.video import write_mp4
 from navzoo.hub.card import TRAINED_BY, model_card
 from navzoo.models import ActorCritic
 from navzoo.models.hub_mixin import CARD_NAME, merge_repository_card
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, read_config
-from navzoo.replay import load_replay
-from navzoo.replay_view import ReplayView
 from navzoo.tasks import get_task
-from navzoo.video import write_mp4
 
 EVAL_NAME = "eval.json"
 FIGURE_NAME = "spl_by_distance.png"

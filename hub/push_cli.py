@@ -6,9 +6,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from navzoo.cli.options import add_device_option, resolve_device
 from navzoo.errors import NavzooError
 from navzoo.names import ACTION_MODES
-from navzoo.sim_cli import add_device_option, resolve_device
 
 
 def register(subparsers) -> None:

@@ -5,7 +5,7 @@ command line's --help) stays fast; importing it registers navzoo's gymnasium env
 """
 
 from navzoo.errors import ConfigError, EpisodeError, NavzooError
-from navzoo.gym_registration import register_envs
+from navzoo.interop.gym_registration import register_envs
 from navzoo.lazy_exports import lazy_exports
 from navzoo.version import __version__
 
@@ -15,9 +15,9 @@ register_envs()
 _EXPORTS = {
     "BatchSim": "navzoo.sim",
     "SimConfig": "navzoo.sim",
-    "create_model": "navzoo.zoo",
-    "list_models": "navzoo.zoo",
-    "load": "navzoo.zoo",
+    "create_model": "navzoo.zoo.loader",
+    "list_models": "navzoo.zoo.loader",
+    "load": "navzoo.zoo.loader",
 }
 __all__ = [  # noqa: RUF022 - the eager names, then the lazy ones
     "ConfigError",

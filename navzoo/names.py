@@ -2,7 +2,7 @@
 
 They live here, apart from the code that gives them meaning, so that the command line can build its
 parsers (choices and help) without importing torch. The modules that define them check against these
-(navzoo.tasks, navzoo.baselines; tests/test_cli.py).
+(navzoo.tasks, navzoo.agents.baselines; tests/test_cli.py).
 """
 
 TASKS = ("pointnav", "flee", "explore")

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from navzoo.cli import COMMANDS, OVERRIDE, build_parser
-from navzoo.cli import main as cli_main
-from navzoo.zoo import locate
+from navzoo.cli.main.main import COMMANDS, OVERRIDE, build_parser
+from navzoo.cli.main.main import main as cli_main
+from navzoo.zoo.loader.loader import locate
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 # A fenced block, also one indented under a list item (its closing fence indented the same).
@@ -105,14 +105,14 @@ def _prefixed(line: str, table: dict) -> str | None:
 
 
 def navzoo_commands() -> list[list[str]]:
-    """The argv after `navzoo` (or `-m navzoo.cli`) of every navzoo subcommand line of the shell blocks."""
+    """The argv after `navzoo` (or `-m navzoo`) of every navzoo subcommand line of the shell blocks."""
     commands = []
     for line in shell_lines():
         words = shlex.split(line)
         if words[:1] == ["navzoo"]:
             commands.append(words[1:])
-        elif "navzoo.cli" in words:
-            commands.append(words[words.index("navzoo.cli") + 1 :])
+        elif "navzoo.cli.main.main" in words:
+            commands.append(words[words.index("navzoo.cli.main.main") + 1 :])
     return [argv for argv in commands if argv[0] in COMMANDS]
 
 

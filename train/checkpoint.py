@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from navzoo.errors import NavzooError, UnsafeCheckpointError
-from navzoo.torch_files import load_weights_only
+from navzoo.storage.torch_files import load_weights_only
 
 CHECKPOINT_DIR = "checkpoints"
 _NAME = re.compile(r"^ckpt-(\d{9})\.pt$")

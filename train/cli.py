@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from navzoo.cli.options import add_deprecated_alias
 from navzoo.errors import ConfigError, closest
-from navzoo.sim_cli import add_deprecated_alias
 from navzoo.train.config_options import (
     HABITAT_KEYS_HELP,
     add_config_options,
@@ -22,7 +22,7 @@ def register(subparsers) -> None:
         "train",
         help="train a PointGoal agent with DD-PPO",
         description="Train a PointGoal agent with DD-PPO on the embedded simulator. Runs as one process, "
-        "or as many under torchrun (e.g. `torchrun --nproc-per-node 2 -m navzoo.cli train ...`). The run "
+        "or as many under torchrun (e.g. `torchrun --nproc-per-node 2 -m navzoo train ...`). The run "
         "folder gets checkpoints/, log.jsonl, tb/ (TensorBoard), learning_curve.png, and config.json + "
         "model.safetensors, so navzoo.load(RUN_DIR) and `navzoo eval RUN_DIR` work.",
         epilog=f"presets: {presets}. Example: navzoo train pointnav-depth-se-resnet9 total_frames=2e6 "

@@ -35,7 +35,7 @@ from navzoo.sim.scenes import stable_seed
 from navzoo.tasks import get_task
 from navzoo.train.config_options import preset_names, presets_folder
 from navzoo.typed_config import check_field_types, is_decimal
-from navzoo.zoo import model_entry
+from navzoo.zoo.loader import model_entry
 
 ALGORITHMS = ("ppo", "dagger", "kickstart")
 # The algorithms that need a teacher labelling every step (navzoo.train.teacher): DAgger, where it also
@@ -147,7 +147,7 @@ class ImitationConfig(Config):
 
     # "shortest-path": the straight-line walk over the scene's own distance field (it knows the map).
     # "map-planner": the same walk over a map of the walls the agent's depth camera has shown, unseen space
-    # counted free (navzoo.baselines); the simulator renders depth for it where the learner has none.
+    # counted free (navzoo.agents.baselines); the simulator renders depth for it where the learner has none.
     teacher: str = "shortest-path"
     oracle_share_start: float = 1.0
     oracle_share_end: float = 0.0

@@ -14,7 +14,7 @@ from importlib import resources
 
 import yaml
 
-from navzoo.sim_cli import (
+from navzoo.cli.options import (
     add_device_option,
     add_families_option,
     add_resolution_option,

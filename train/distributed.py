@@ -100,7 +100,7 @@ def _adopt_slurm_environment() -> None:
     """Workers started by `srun` (one task per GPU) read their rank from SLURM's variables.
 
     Only when the job script has exported MASTER_ADDR and MASTER_PORT (see train/slurm/train.sbatch) and
-    torchrun has not set RANK: a single `python -m navzoo.cli train` inside an allocation stays one worker.
+    torchrun has not set RANK: a single `python -m navzoo train` inside an allocation stays one worker.
     """
     if "RANK" in os.environ or "MASTER_ADDR" not in os.environ or "SLURM_PROCID" not in os.environ:
         return

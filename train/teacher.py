@@ -5,10 +5,10 @@ the agent has seen.
 Both label every step with (action, bearing) through `labels(observations, first)`, are told the actions
 the simulator was given (`taken`), and keep what a restart needs (`state_dict`).
 
-navzoo.baselines.OracleAgent follows the local gradient of the scene's distance field, a shortest path on
-an 8-connected grid. That is cheap and near-perfect by SPL, but it zigzags between the grid's 45-degree
-directions (turn, forward, the opposite turn on 13% of its steps), and a learner cannot predict when from
-what it sees. This teacher is as good (SPL 0.99 on val), and its actions come in runs that a policy can
+navzoo.agents.baselines.OracleAgent follows the local gradient of the scene's distance field, a shortest
+path on an 8-connected grid. That is cheap and near-perfect by SPL, but it zigzags between the grid's
+45-degree directions (turn, forward, the opposite turn on 13% of its steps), and a learner cannot predict
+when from what it sees. This teacher is as good (SPL 0.99 on val), and its actions come in runs that a policy can
 learn.
 
 On the CPU it runs as a numba kernel that walks each candidate segment only up to its first blocked point
@@ -24,10 +24,8 @@ import math
 import numpy as np
 import torch
 
-from navzoo.baselines import MapPlannerAgent
-from navzoo.sim.batch_sim import BatchSim
-from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
-from navzoo.steering import (
+from navzoo.agents.baselines import MapPlannerAgent
+from navzoo.agents.steering import (
     AHEAD,
     ANGLES,
     DIRECTIONS,
@@ -40,6 +38,8 @@ from navzoo.steering import (
     UNITS,
     steer,
 )
+from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 
 
 class StraightLineOracle:
@@ -151,9 +151,9 @@ class StraightLineOracle:
 
 
 class MapPlannerTeacher:
-    """A teacher that knows only what the learner has seen: the map-planner (navzoo.baselines), which maps
-    the walls the depth camera shows, counts unseen space as free, and walks the shortest way it can
-    believe in, in straight runs. Its choices depend on the episode so far, not on walls nobody has seen
+    """A teacher that knows only what the learner has seen: the map-planner (navzoo.agents.baselines),
+    which maps the walls the depth camera shows, counts unseen space as free, and walks the shortest way it
+    can believe in, in straight runs. Its choices depend on the episode so far, not on walls nobody has seen
     yet, so a recurrent learner can learn them; the oracle's turns towards a door it cannot see yet a
     learner can only guess at. It needs depth images (the trainer renders them for it when the learner
     sees RGB) and runs on the CPU."""

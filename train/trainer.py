@@ -28,7 +28,6 @@ import torch
 import torch.distributed as dist
 import yaml
 
-from navzoo.destination import check_destination
 from navzoo.errors import ConfigError
 from navzoo.models import VISUAL_FEATURES_KEY, ActorCritic, ModelMetadata, PointNavPolicy
 from navzoo.models.map_encoder import add_seen_map
@@ -36,6 +35,7 @@ from navzoo.models.weights import save_pretrained
 from navzoo.names import SEEN_MAP
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
+from navzoo.storage.destination import check_destination
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.callbacks import TrainerCallback
@@ -60,7 +60,7 @@ from navzoo.train.kickstart import Kickstart
 from navzoo.train.logger import TrainLogger, plot_learning_curve
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
-from navzoo.zoo import load
+from navzoo.zoo.loader import load
 
 CONFIG_FILE = "train_config.yaml"
 CHECKPOINT_FORMAT = "navzoo-train-checkpoint"

@@ -7,8 +7,8 @@ import dataclasses
 import os
 from pathlib import Path
 
+from navzoo.cli.options import add_deprecated_alias
 from navzoo.errors import ConfigError
-from navzoo.sim_cli import add_deprecated_alias
 from navzoo.train.config_options import HABITAT_KEYS_HELP, add_config_options, config_overrides, print_config
 
 DEFAULT_FRAMES = 1_000_000
@@ -23,7 +23,7 @@ def register(subparsers) -> None:
         help="transfer a PointGoal model to Flee or Explore (DD-PPO's five settings)",
         description="Train a Flee or Explore agent from a PointGoal model with DD-PPO on the embedded "
         "simulator. The GPS+Compass is removed; the setting decides what is reused and what is frozen. "
-        "Runs as one process or as many under torchrun (`torchrun --nproc-per-node 2 -m navzoo.cli "
+        "Runs as one process or as many under torchrun (`torchrun --nproc-per-node 2 -m navzoo "
         "finetune ...`). The run folder is a `navzoo train` run folder plus transfer.yaml: resume it with "
         "--resume, evaluate it with `navzoo eval RUN_DIR --task TASK`, publish it with `navzoo push`.",
         epilog=f"settings: {settings}. Example: navzoo finetune --task flee --setting pointgoal-finetune "

@@ -20,7 +20,7 @@ from navzoo.train.distributed import restart_count
 from navzoo.train.trainer import CONFIG_FILE, PolicySpec, TrainResult, train
 from navzoo.transfer.config import TRANSFER_FILE, TransferConfig
 from navzoo.transfer.settings import build_setting, check_base
-from navzoo.zoo import load
+from navzoo.zoo.loader import load
 
 SOURCE = "navzoo finetune"
 

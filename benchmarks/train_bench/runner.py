@@ -44,7 +44,7 @@ class Runner:
         total = (warmup + updates) * per_update
         cli = [
             "-m",
-            "navzoo.cli",
+            "navzoo.cli.main",
             "train",
             preset,
             *overrides,

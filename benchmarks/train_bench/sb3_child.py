@@ -15,9 +15,9 @@ from sb3_contrib import RecurrentPPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
+from navzoo.interop.gym_env import NavEnv
+from navzoo.interop.sb3 import NavVecEnv, NavzooFeaturesExtractor
 from navzoo.models.configuration import GOAL_SENSOR
-from navzoo.sb3 import NavVecEnv, NavzooFeaturesExtractor
-from navzoo.sim.gym_env import NavEnv
 from navzoo.train.config import load_config
 
 

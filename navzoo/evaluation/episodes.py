@@ -4,13 +4,13 @@ An agent is anything with ``act(obs, first) -> actions``; ``first`` marks enviro
 just begun (for recurrent agents to clear their state). An agent that samples its actions may take a third
 argument, ``keys`` [N, 2]: the (episode key, step within the episode) of each environment, where the
 episode key is a hash of the episode's scene_id and episode_id. It then draws its randomness from
-`navzoo.draws.keyed_uniform` of those keys, so every episode gets the same draws whichever environment runs
-it, however many there are, and wherever the episode stands in its list (the demo replays one episode
-alone).
+`navzoo.agents.draws.keyed_uniform` of those keys, so every episode gets the same draws whichever
+environment runs it, however many there are, and wherever the episode stands in its list (the demo
+replays one episode alone).
 
 An agent may also set ``last_value`` [N] (its value estimate of the observations it just acted on) and
 ``last_action_probs`` [N, A]; they are recorded per step next to the poses, actions and rewards (see
-navzoo.policy_agent).
+navzoo.agents.policy_agent).
 Episodes 0..E-1 of the split are each counted once, whichever environment ran them.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from navzoo.draws import episode_key
+from navzoo.agents.draws import episode_key
 from navzoo.errors import ConfigError
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import TASKS, get_task

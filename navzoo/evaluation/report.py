@@ -12,9 +12,9 @@ from matplotlib.figure import Figure
 
 from navzoo.errors import ConfigError
 from navzoo.evaluation.episodes import EpisodeResult
+from navzoo.evaluation.topdown import draw_topdown, shortest_path
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import Task, get_task
-from navzoo.topdown import draw_topdown, shortest_path
 
 DISTANCE_BINS = (0.0, 2.5, 5.0, 7.5, 10.0, 15.0, 20.0, math.inf)  # metres of geodesic start distance
 

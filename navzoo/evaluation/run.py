@@ -16,20 +16,20 @@ from pathlib import Path
 
 import torch
 
-from navzoo.baselines import BASELINES, check_baseline_task, make_baseline
+from navzoo.agents.baselines import BASELINES, check_baseline_task, make_baseline
+from navzoo.agents.policy_agent import PolicyAgent, check_sim_config, sim_settings
 from navzoo.errors import ConfigError, UnknownModelError, closest
 from navzoo.evaluation.episodes import EpisodeResult, evaluate
+from navzoo.evaluation.replay import SUFFIX, make_replay, save_replay
 from navzoo.evaluation.report import episode_map, plot_by_distance, summarize
+from navzoo.evaluation.topdown import save_png
 from navzoo.models import ActorCritic
 from navzoo.names import GOALLESS_BASELINES
-from navzoo.policy_agent import PolicyAgent, check_sim_config, sim_settings
-from navzoo.replay import SUFFIX, make_replay, save_replay
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SCENE_FAMILIES, SimConfig
+from navzoo.storage.hf_hub import HF_HUB_PREFIX
 from navzoo.tasks import get_task
-from navzoo.topdown import save_png
-from navzoo.weight_sources.hf_hub import HF_HUB_PREFIX
-from navzoo.zoo import load
+from navzoo.zoo.loader import load
 
 # The shipped depth agent against DD-PPO Table 2's baselines and the oracle; the map-planner (about a second
 # per episode on one core) runs when named.

@@ -32,7 +32,7 @@ from navzoo.names import SEEN_MAP
 
 # A module reference, not its names: importing hf_hub first initialises navzoo.models (hf_hub reads the
 # weight format's file names), which imports this module while hf_hub is still half-loaded.
-from navzoo.weight_sources import hf_hub
+from navzoo.storage import hf_hub
 
 HUB_REPO_ID = re.compile(r"[\w-][\w.-]*/[\w-][\w.-]*")
 CARD_NAME = "README.md"

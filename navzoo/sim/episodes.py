@@ -190,7 +190,7 @@ def save_episodes(
     episodes: list[Episode], path: str | Path, scene_path: Callable[[str], str] | None = None
 ) -> None:
     """Write episodes as a habitat-lab PointNav dataset (.json or .json.gz). `scene_path` turns a navzoo
-    scene id into the scene_id written (an exported mesh's path, see navzoo.habitat_export)."""
+    scene id into the scene_id written (an exported mesh's path, see navzoo.interop.habitat_scenes)."""
     data = {
         "episodes": [
             {

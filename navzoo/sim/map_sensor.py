@@ -3,7 +3,7 @@ it has been, the memory a map-building agent keeps (a depth camera and a pose, a
 
 Observation `seen_map` [N, S, S, 2] float32 in {0, 1}, S = `seen_map_size` squares of `seen_map_cell`
 metres centred on the agent, row 0 farthest ahead, column 0 farthest to the left:
-- channel 0: a wall seen by the depth camera or felt by a bump (navzoo.seen_map), or outside the scene's
+- channel 0: a wall seen by the depth camera or felt by a bump (navzoo.sim.seen_map), or outside the scene's
   bounding rectangle (known in advance, as habitat's pathfinder bounds are);
 - channel 1: a cell (of the scene's 0.25 m grid) the agent has stood in.
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from navzoo.seen_map import SeenMap, egocentric_grid
+from navzoo.sim.seen_map import SeenMap, egocentric_grid
 
 if TYPE_CHECKING:
     from navzoo.sim.batch_sim import BatchSim

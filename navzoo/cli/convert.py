@@ -1,0 +1,52 @@
+"""`navzoo convert`: a habitat-baselines checkpoint to a navzoo folder, or back; the conversion itself is
+navzoo.zoo.habitat_checkpoints's."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from navzoo.cli.options import add_resolution_option, resolution
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add `navzoo convert` to a CLI; the parsed namespace's `run(args)` runs it and returns 0."""
+    parser = subparsers.add_parser(
+        "convert",
+        help="convert a habitat-baselines checkpoint to navzoo's format, or back",
+        description=(
+            "SRC a .pth file: read it with weights-only loading, infer the architecture (or use --model) and "
+            "write DST/config.json + DST/model.safetensors. SRC a navzoo folder: write DST as a "
+            "habitat-baselines checkpoint."
+        ),
+    )
+    parser.add_argument("src", type=Path, help="habitat .pth checkpoint, or navzoo model folder")
+    parser.add_argument("dst", type=Path, help="output folder (to navzoo) or .pth file (to habitat)")
+    parser.add_argument("--model", help="zoo name whose architecture to use instead of inferring it")
+    add_resolution_option(parser, "sensor size (default: inferred, square)")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="write DST even if it exists (a non-empty folder or a file)"
+    )
+    parser.set_defaults(run=run_convert)
+    return parser
+
+
+def run_convert(args: argparse.Namespace) -> int:
+    from navzoo.models.weights import save_pretrained
+    from navzoo.storage.destination import check_destination
+    from navzoo.zoo.habitat_checkpoints import export_habitat_checkpoint, habitat_to_policy
+
+    check_destination(args.dst, overwrite=args.overwrite)
+    if args.src.is_dir():
+        out = export_habitat_checkpoint(args.src, args.dst)
+        print(f"wrote habitat-baselines checkpoint {out}")
+        return 0
+    policy = habitat_to_policy(args.src, model=args.model, resolution=resolution(args.resolution))
+    out = save_pretrained(policy, args.dst)
+    config = policy.config
+    print(
+        f"wrote {out}: {policy.name or 'unnamed'}, backbone {config.backbone}, "
+        f"sensors {', '.join(config.sensors)}, resolution {config.resolution}, "
+        f"{config.rnn_type} {config.num_recurrent_layers}x{config.hidden_size}"
+    )
+    return 0

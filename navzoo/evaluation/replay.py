@@ -1,0 +1,292 @@
+"""Replays: saved evaluation episodes that can be watched again, frame by frame.
+
+One episode per gzip-compressed JSON file (``.replay.json.gz``). A replay holds the simulator config and
+the episode, so the scene can be rebuilt and any frame re-rendered; the pose after every step (index 0 is
+the start), the actions, rewards and, for learned policies, value estimates and action probabilities; and
+the episode's metrics. Layout (format_version 1)::
+
+    format, format_version, navzoo_version, agent, model (null for baselines), action_mode (null for
+    baselines), sim_config (SimConfig fields), episode_index, episode (navzoo.sim.Episode fields),
+    trajectory: {positions [T+1][2], headings [T+1], actions [T], rewards [T],
+                 values [T] or null, action_probs [T][A] or null},
+    metrics (EpisodeResult.metrics())
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from navzoo import __version__
+from navzoo.errors import ConfigError, ReplayError
+from navzoo.names import CAMERAS
+from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import SimConfig
+from navzoo.sim.episodes import Episode
+
+if TYPE_CHECKING:
+    from navzoo.evaluation.episodes import EpisodeResult
+
+FORMAT = "navzoo-replay"
+FORMAT_VERSION = 1
+SUFFIX = ".replay.json.gz"
+# The most JSON `load_replay` decompresses by default: a 500-step replay of a learned policy is about
+# 100 KB, so this holds episodes of 100,000s of steps, and a gzip bomb stops here.
+MAX_BYTES = 64 << 20
+RENDER_BATCH = 64  # frames rendered per simulator call: bounds memory for long episodes at high resolution
+
+
+@dataclass
+class Replay:
+    agent: str  # the label the agent had in the evaluation
+    model: dict | None  # name, task, architecture and provenance of a learned policy; None for a baseline
+    action_mode: str | None  # "sampled" or "deterministic" for a learned policy
+    sim_config: SimConfig  # for one CPU environment; rebuild the scene with BatchSim(sim_config, [episode])
+    episode_index: int
+    episode: Episode
+    positions: np.ndarray  # [T + 1, 2] float32, the pose after each step; index 0 is the start
+    headings: np.ndarray  # [T + 1] float32
+    actions: np.ndarray  # [T] int64
+    rewards: np.ndarray  # [T] float32
+    values: np.ndarray | None  # [T] float32, the value estimate before each action
+    action_probs: np.ndarray | None  # [T, A] float32
+    metrics: dict
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.actions)
+
+
+def make_replay(
+    sim: BatchSim,
+    result: EpisodeResult,
+    agent: str,
+    model: dict | None = None,
+    action_mode: str | None = None,
+) -> Replay:
+    """A replay of an episode `evaluate` ran in `sim`."""
+    # The episode travels with the replay, so no episodes file is needed; a replay recorded on a GPU
+    # re-renders on any machine's CPU.
+    config = sim.config.replace(num_envs=1, device="cpu", compile=False, episodes_file=None)
+    return Replay(
+        agent=agent,
+        model=model,
+        action_mode=action_mode,
+        sim_config=config,
+        episode_index=result.episode_index,
+        episode=sim.episodes[result.episode_index],
+        positions=result.positions,
+        headings=result.headings,
+        actions=result.actions,
+        rewards=result.rewards,
+        values=result.values,
+        action_probs=result.action_probs,
+        metrics=result.metrics(),
+    )
+
+
+def save_replay(path: str | Path, replay: Replay) -> Path:
+    """Write `replay` as gzip JSON; `path` should end in .replay.json.gz."""
+    data = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "navzoo_version": __version__,
+        "agent": replay.agent,
+        "model": replay.model,
+        "action_mode": replay.action_mode,
+        "sim_config": dataclasses.asdict(replay.sim_config),
+        "episode_index": replay.episode_index,
+        "episode": dataclasses.asdict(replay.episode),
+        "trajectory": {
+            # tolist() gives exact float64 copies of the float32 values, so poses load back bit for bit.
+            name: None if getattr(replay, name) is None else np.asarray(getattr(replay, name)).tolist()
+            for name in ("positions", "headings", "actions", "rewards", "values", "action_probs")
+        },
+        "metrics": replay.metrics,
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        json.dump(data, f)
+    return path
+
+
+def load_replay(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    max_bytes: int = MAX_BYTES,
+    max_steps: int | None = None,
+    max_resolution: int | None = None,
+) -> Replay:
+    """Read a replay file; ReplayError if it is missing, damaged, not a replay, from a newer navzoo, or past
+    a bound: more than `max_bytes` of JSON, more than `max_steps` steps, cameras larger than
+    `max_resolution` per side. The bounds are checked before any array or scene is built. `name` is how
+    messages call the file (default: its path)."""
+    path = Path(path)
+    name = str(path) if name is None else name
+    if not path.is_file():
+        raise ReplayError(
+            f"replay file {name} does not exist; an evaluation that saves replays (navzoo.evaluation.run "
+            "with out and replays, as `navzoo eval` does) writes them to <out>/replays/<agent>/"
+        )
+    data = _read_json(path, name, max_bytes)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise ReplayError(f"{name} is not a navzoo replay (format {found!r}, expected {FORMAT!r})")
+    version = data.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ReplayError(
+            f"{name} has replay format_version {version!r}, newer than this navzoo reads ({FORMAT_VERSION}); "
+            "upgrade navzoo (pip install -U navzoo)"
+        )
+    try:
+        steps, config = len(data["trajectory"]["actions"]), SimConfig.from_dict(data["sim_config"])
+    except (KeyError, TypeError, ValueError) as err:  # ConfigError is a ValueError
+        raise _damaged(name, err) from None
+    _check_bounds(name, steps, config, max_steps, max_resolution)
+    try:
+        return _replay_from_dict(data, config)
+    except (KeyError, TypeError, ValueError) as err:
+        raise _damaged(name, err) from None
+
+
+def _read_json(path: Path, name: str, max_bytes: int):
+    """The file's JSON, decompressing at most `max_bytes` (a few kilobytes of gzip can inflate to
+    gigabytes)."""
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read(max_bytes + 1)
+    except (OSError, EOFError, zlib.error) as err:
+        raise _not_json(name, err) from None
+    if len(raw) > max_bytes:
+        raise ReplayError(
+            f"{name} decompresses to more than {_mib(max_bytes)}, the most read here (a 500-step replay is "
+            "about 100 KB): it is not a replay navzoo wrote"
+        )
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:  # RecursionError: nested too deep
+        raise _not_json(name, err) from None
+
+
+def _check_bounds(
+    name: str, steps: int, config: SimConfig, max_steps: int | None, max_resolution: int | None
+) -> None:
+    if max_steps is not None and steps > max_steps:
+        raise ReplayError(
+            f"{name} has {steps} steps; at most {max_steps} are shown here (max_steps): watch longer "
+            "episodes with navzoo.evaluation.replay_view.ReplayView in Python"
+        )
+    height, width = config.resolution
+    if max_resolution is not None and config.sensors and max(height, width) > max_resolution:
+        raise ReplayError(
+            f"{name} has {height}x{width} cameras; at most {max_resolution}x{max_resolution} are re-rendered "
+            "here (max_resolution): watch it with navzoo.evaluation.replay_view.ReplayView in Python"
+        )
+
+
+def _not_json(name: str, err: Exception) -> ReplayError:
+    return ReplayError(
+        f"{name} is not a gzip-compressed JSON replay ({err}); it may be truncated or another kind of "
+        "file: evaluate again, saving replays, to rewrite it"
+    )
+
+
+def _damaged(name: str, err: Exception) -> ReplayError:
+    return ReplayError(
+        f"{name} is a damaged replay ({type(err).__name__}: {err}); evaluate again, saving replays, to "
+        "rewrite it"
+    )
+
+
+def _mib(size: int) -> str:
+    return f"{size / 2**20:g} MiB"
+
+
+def _replay_from_dict(data: dict, config: SimConfig) -> Replay:
+    trajectory = data["trajectory"]
+
+    def array(name: str, dtype) -> np.ndarray | None:
+        value = trajectory[name]
+        return None if value is None else np.asarray(value, dtype=dtype)
+
+    episode = data["episode"]
+    replay = Replay(
+        agent=str(data["agent"]),
+        model=data["model"],
+        action_mode=data["action_mode"],
+        sim_config=config,
+        episode_index=int(data["episode_index"]),
+        episode=Episode(**{**episode, "start": tuple(episode["start"]), "goal": tuple(episode["goal"])}),
+        positions=array("positions", np.float32),
+        headings=array("headings", np.float32),
+        actions=array("actions", np.int64),
+        rewards=array("rewards", np.float32),
+        values=array("values", np.float32),
+        action_probs=array("action_probs", np.float32),
+        metrics=dict(data["metrics"]),
+    )
+    _check_shapes(replay)
+    return replay
+
+
+def _check_shapes(replay: Replay) -> None:
+    steps = replay.num_steps
+    expected = {
+        "positions": (steps + 1, 2),
+        "headings": (steps + 1,),
+        "actions": (steps,),
+        "rewards": (steps,),
+        "values": (steps,),
+    }
+    if replay.action_probs is not None:
+        expected["action_probs"] = (steps, replay.action_probs.shape[-1])
+    for name, shape in expected.items():
+        value = getattr(replay, name)
+        if value is not None and value.shape != shape:
+            raise ValueError(f"trajectory {name} has shape {value.shape}, expected {shape} for {steps} steps")
+
+
+def render_replay(replay: Replay, steps=None, device: str = "cpu") -> dict[str, torch.Tensor]:
+    """Re-render the observations at the given steps (default: all T + 1 poses), stacked as [K, ...].
+
+    Step t is what the agent saw before its t-th action (step T: where the episode ended).
+    """
+    steps = list(range(replay.num_steps + 1)) if steps is None else [int(s) for s in steps]
+    if not steps:
+        raise ConfigError("steps", steps, "at least one step to render")
+    for step in steps:
+        if not 0 <= step <= replay.num_steps:
+            raise ConfigError("step", step, f"0 .. {replay.num_steps} (the replay's poses)")
+    batch = min(len(steps), RENDER_BATCH)
+    # The cameras alone: a seen_map is a memory of the steps before, which a pose set by hand does not have.
+    cameras = tuple(s for s in replay.sim_config.sensors if s in CAMERAS)
+    config = replay.sim_config.replace(num_envs=batch, device=device, sensors=cameras)
+    sim = BatchSim(config, episodes=[replay.episode])
+    try:
+        sim.reset()  # every environment starts the replay's episode: its scene, goal and distance field
+        positions = torch.as_tensor(replay.positions, device=sim.device)
+        headings = torch.as_tensor(replay.headings, device=sim.device)
+        chunks = []
+        for begin in range(0, len(steps), batch):
+            chosen = torch.as_tensor(steps[begin : begin + batch], device=sim.device)
+            envs = torch.arange(len(chosen), device=sim.device)
+            sim.pos[envs], sim.heading[envs] = positions[chosen], headings[chosen]
+            chunks.append(sim.observe(envs))
+    finally:
+        sim.close()
+    return {key: torch.cat([chunk[key] for chunk in chunks]) for key in chunks[0]}
+
+
+def render_replay_frame(replay: Replay, step: int, device: str = "cpu") -> dict[str, torch.Tensor]:
+    """The observations at one step (no batch dimension)."""
+    return {key: value[0] for key, value in render_replay(replay, [step], device).items()}

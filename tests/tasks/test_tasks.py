@@ -1,0 +1,121 @@
+"""Rewards and metrics of PointGoal, Flee and Explore, and the baseline agents."""
+
+import math
+
+import pytest
+import torch
+
+from navzoo.agents.baselines import make_baseline
+from navzoo.evaluation import evaluate, summarize
+from navzoo.sim import MOVE_FORWARD, STOP, TURN_LEFT, BatchSim, SimConfig
+
+
+@pytest.fixture(scope="module")
+def val_sim():
+    sim = BatchSim(SimConfig(split="val", num_envs=200, sensors=()))
+    yield sim
+    sim.close()
+
+
+def test_oracle_reaches_near_perfect_success_and_spl_on_val(val_sim):
+    results = evaluate(val_sim, make_baseline("oracle", val_sim), len(val_sim.episodes), progress=False)
+    assert len(results) == len(val_sim.episodes) == 600
+    good = [r.success == 1.0 and r.spl >= 0.95 for r in results]
+    assert sum(good) / len(good) >= 0.95
+    summary = summarize(results)
+    assert summary["success"] >= 0.98 and summary["spl"] >= 0.95
+
+
+def test_baselines_are_ordered_as_in_ddppo_table_2(val_sim):
+    spl = {
+        name: summarize(evaluate(val_sim, make_baseline(name, val_sim), 64, progress=False))["spl"]
+        for name in ("random", "forward-only", "goal-follower")
+    }
+    assert spl["random"] < 0.1 and spl["forward-only"] < 0.1
+    assert spl["goal-follower"] >= spl["forward-only"]
+
+
+def test_pointgoal_rewards_follow_geodesic_progress_and_terminal_spl():
+    sim = BatchSim(SimConfig(split="val", num_envs=8, sensors=()))
+    oracle = make_baseline("oracle", sim)
+    obs = sim.reset()
+    start = sim.geodesic_distance(sim.pos).clone()
+    total = torch.zeros(8)
+    finished = torch.zeros(8, dtype=torch.bool)
+    steps = torch.zeros(8)
+    final = {}
+    for _ in range(500):
+        before = sim.geodesic_distance(sim.pos).clone()
+        obs, reward, done, info = sim.step(oracle.act(obs, None))
+        live = ~finished
+        if "episode" in info:
+            after = torch.where(done, info["episode"]["distance_to_goal"], sim.geodesic_distance(sim.pos))
+        else:
+            after = sim.geodesic_distance(sim.pos)
+        shaped = -(after - before) - 0.01
+        terminal = reward - shaped
+        # no terminal bonus before the end; 2.5 * SPL on the stop that ends the episode
+        assert torch.allclose(terminal[live & ~done], torch.zeros(1), atol=1e-4)
+        total += torch.where(live, reward, 0.0)
+        steps += live.float()
+        for i in torch.nonzero(done & live).squeeze(1).tolist():
+            final[i] = {k: float(v[i]) for k, v in info["episode"].items() if v.dim() == 1}
+            assert math.isclose(terminal[i].item(), 2.5 * final[i]["spl"], abs_tol=1e-4)
+        finished |= done
+        if finished.all():
+            break
+    for i, m in final.items():
+        expected = -(m["distance_to_goal"] - start[i].item()) - 0.01 * steps[i].item() + 2.5 * m["spl"]
+        assert math.isclose(total[i].item(), expected, abs_tol=1e-3)
+        assert m["success"] == 1.0 and m["spl"] > 0.9
+    assert len(final) == 8
+
+
+def test_stopping_far_from_the_goal_scores_zero():
+    sim = BatchSim(SimConfig(split="val", num_envs=4, sensors=()))
+    sim.reset()
+    assert (sim.geodesic_distance(sim.pos) > 0.2).all()
+    _, reward, done, info = sim.step(torch.full((4,), STOP))
+    assert done.all()
+    assert (info["episode"]["success"] == 0).all() and (info["episode"]["spl"] == 0).all()
+    assert torch.allclose(reward, torch.full((4,), -0.01))
+
+
+def test_episode_ends_at_the_step_limit_without_success():
+    sim = BatchSim(SimConfig(num_envs=2, sensors=(), max_episode_steps=5))
+    sim.reset()
+    for step in range(5):
+        _, _, done, info = sim.step(torch.full((2,), TURN_LEFT))
+        assert done.all() == (step == 4)
+    assert info["truncated"].all() and (info["episode"]["success"] == 0).all()
+    assert (info["episode"]["num_steps"] == 5).all()
+
+
+def test_flee_reward_is_five_times_normalised_geodesic_gain():
+    sim = BatchSim(SimConfig(task="flee", num_envs=8, sensors=(), seed=2))
+    obs = sim.reset()
+    assert "pointgoal_with_gps_compass" not in obs
+    start = sim.pos.clone()
+    scale = sim.pool.field_max[sim.field]
+    total = torch.zeros(8)
+    for _ in range(30):
+        _, reward, _, _ = sim.step(torch.full((8,), MOVE_FORWARD))
+        total += reward
+    distance = sim.geodesic_distance(sim.pos)
+    assert torch.allclose(total, 5 * distance / scale, atol=1e-4)
+    assert (distance >= (sim.pos - start).norm(dim=1) - 1e-4).all()
+    assert (total > 0).any()
+
+
+def test_explore_rewards_newly_visited_one_metre_cells():
+    sim = BatchSim(SimConfig(task="explore", num_envs=8, sensors=(), seed=4))
+    sim.reset()
+    total = torch.zeros(8)
+    for _ in range(40):
+        _, reward, _, _ = sim.step(torch.full((8,), MOVE_FORWARD))
+        assert set(reward.unique().tolist()) <= {0.0, 0.25}
+        total += reward
+    # 0.25 per cell entered after the first one, so the count of visited cells is 1 + total / 0.25
+    assert torch.allclose(sim.visited.flatten(1).sum(1).float(), 1 + total / 0.25)
+    _, _, _done, info = sim.step(torch.full((8,), STOP))
+    assert torch.allclose(info["episode"]["visited_cells"], 1 + total / 0.25)
