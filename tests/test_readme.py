@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from navzoo.cli.main.main import COMMANDS, OVERRIDE, build_parser
-from navzoo.cli.main.main import main as cli_main
-from navzoo.zoo.loader.loader import locate
+from navzoo.cli.main import COMMANDS, OVERRIDE, build_parser
+from navzoo.cli.main import main as cli_main
+from navzoo.zoo.loader import locate
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 # A fenced block, also one indented under a list item (its closing fence indented the same).
@@ -111,8 +111,8 @@ def navzoo_commands() -> list[list[str]]:
         words = shlex.split(line)
         if words[:1] == ["navzoo"]:
             commands.append(words[1:])
-        elif "navzoo.cli.main.main" in words:
-            commands.append(words[words.index("navzoo.cli.main.main") + 1 :])
+        elif "navzoo.cli.main" in words:
+            commands.append(words[words.index("navzoo.cli.main") + 1 :])
     return [argv for argv in commands if argv[0] in COMMANDS]
 
 

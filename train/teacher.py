@@ -8,8 +8,8 @@ the simulator was given (`taken`), and keep what a restart needs (`state_dict`).
 navzoo.agents.baselines.OracleAgent follows the local gradient of the scene's distance field, a shortest
 path on an 8-connected grid. That is cheap and near-perfect by SPL, but it zigzags between the grid's
 45-degree directions (turn, forward, the opposite turn on 13% of its steps), and a learner cannot predict
-when from what it sees. This teacher is as good (SPL 0.99 on val), and its actions come in runs that a policy can
-learn.
+when from what it sees. This teacher is as good (SPL 0.99 on val), and its actions come in runs that a
+policy can learn.
 
 On the CPU it runs as a numba kernel that walks each candidate segment only up to its first blocked point
 (about 17,000 labels per second on one core at 64 environments, benchmarks/teacher_throughput.py), many

@@ -11,8 +11,8 @@ import torch
 import yaml
 
 from navzoo import __version__
-from navzoo.cli.main.main import COMMANDS, _subparser, build_parser, main
-from navzoo.cli.main.options import DeprecatedAlias, resolve_device, set_threads
+from navzoo.cli.main import COMMANDS, _subparser, build_parser, main
+from navzoo.cli.options import DeprecatedAlias, resolve_device, set_threads
 from navzoo.errors import ConfigError
 from navzoo.train.config import TrainConfig, load_config
 
@@ -223,7 +223,7 @@ def test_help_does_not_load_torch(command):
     """`navzoo --help` and `navzoo COMMAND --help` import only what the parser needs."""
     argv = ["--help"] if command is None else [command, "--help"]
     code = (
-        f"import sys\nfrom navzoo.cli.main import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        f"import sys\nfrom navzoo.cli import main\ntry:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
         "sys.stderr.write(' '.join(m for m in ('torch', 'huggingface_hub', 'gradio') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

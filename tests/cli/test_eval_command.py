@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from navzoo.agents.baselines import make_baseline
-from navzoo.cli.main.main import main
+from navzoo.cli.main import main
 from navzoo.evaluation import episode_map, evaluate
 from navzoo.evaluation.topdown import GOAL, SHORTEST_PATH, START
 from navzoo.sim import BatchSim, SimConfig
@@ -33,7 +33,7 @@ def test_eval_command_prints_table_and_writes_json_and_maps(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "navzoo.cli.main.main",
+        "navzoo.cli.main",
         "eval",
         "goal-follower",
         "oracle",
@@ -57,7 +57,7 @@ def test_eval_command_prints_table_and_writes_json_and_maps(tmp_path):
 
 
 def test_eval_command_reports_bad_input_clearly(tmp_path):
-    cmd = [sys.executable, "-m", "navzoo.cli.main.main", "eval", "teleporter", "--out", str(tmp_path)]
+    cmd = [sys.executable, "-m", "navzoo.cli.main", "eval", "teleporter", "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2
     assert "teleporter" in proc.stderr and "oracle" in proc.stderr
@@ -67,7 +67,15 @@ def test_eval_command_reports_bad_input_clearly(tmp_path):
 def test_episodes_command_writes_habitat_dataset(tmp_path):
     out = tmp_path / "val.json.gz"
     subprocess.run(
-        [sys.executable, "-m", "navzoo.cli.main.main", "episodes", str(out), "--scene-families", "apartment-s"],
+        [
+            sys.executable,
+            "-m",
+            "navzoo.cli.main",
+            "episodes",
+            str(out),
+            "--scene-families",
+            "apartment-s",
+        ],
         check=True,
         capture_output=True,
         timeout=600,

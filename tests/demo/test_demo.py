@@ -14,13 +14,12 @@ import huggingface_hub.constants
 import numpy as np
 import pytest
 import torch
-from conftest import free_port, put_in_hf_cache
 from PIL import Image
 
 import navzoo
 from navzoo.agents.baselines import make_baseline
 from navzoo.agents.policy_agent import PolicyAgent, sim_settings
-from navzoo.cli.main.main import build_parser
+from navzoo.cli.main import build_parser
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
 from navzoo.evaluation import evaluate
 from navzoo.evaluation.replay import load_replay, make_replay, save_replay
@@ -29,8 +28,9 @@ from navzoo.models import ModelMetadata, PointNavPolicy, PolicyConfig
 from navzoo.models.weights import save_pretrained
 from navzoo.sim import ACTION_NAMES, BatchSim, SimConfig
 from navzoo.sim.episodes import episodes_for
-from navzoo.zoo.loader.habitat_checkpoints import export_habitat_checkpoint
-from navzoo.zoo.loader.registry import model_entry
+from navzoo.zoo.habitat_checkpoints import export_habitat_checkpoint
+from navzoo.zoo.registry import model_entry
+from tests.support import free_port, put_in_hf_cache
 
 gradio_client = pytest.importorskip(
     "gradio_client", reason="the demo needs gradio: pip install 'navzoo[demo]'"
@@ -288,9 +288,9 @@ def test_paths_outside_the_roots_are_refused(demo, folders):
 
 def test_zoo_models_from_the_local_cache(tmp_path, monkeypatch, connections):
     """A zoo entry whose weights are in the Hugging Face cache is offered and loads without the network."""
-    from test_zoo import hub_entry
+    from tests.zoo.test_zoo import hub_entry
 
-    monkeypatch.setitem(navzoo.zoo.loader.registry._REGISTRY, "hub-blind", hub_entry("hub-blind", "someone/blind"))
+    monkeypatch.setitem(navzoo.zoo.registry._REGISTRY, "hub-blind", hub_entry("hub-blind", "someone/blind"))
     cache = tmp_path / "hub"
     blind = navzoo.create_model("pointnav-blind", hidden_size=16)
     put_in_hf_cache(cache, "someone/blind", save_pretrained(blind, tmp_path / "weights"), "a" * 40)

@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pytest
-from conftest import free_port
 
 import navzoo
 import navzoo.evaluation.replay
@@ -20,6 +19,7 @@ from navzoo.evaluation import evaluate
 from navzoo.evaluation.replay import load_replay, make_replay, render_replay, save_replay
 from navzoo.models.weights import save_pretrained
 from navzoo.sim import BatchSim, SimConfig
+from tests.support import free_port
 
 gradio_client = pytest.importorskip(
     "gradio_client", reason="the demo needs gradio: pip install 'navzoo[demo]'"

@@ -5,7 +5,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import free_port
+
+from tests.support import free_port
 
 pytest.importorskip("gradio", reason="the demo needs gradio: pip install 'navzoo[demo]'")
 playwright = pytest.importorskip("playwright.sync_api", reason="pip install playwright (no browser download)")

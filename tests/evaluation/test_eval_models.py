@@ -12,7 +12,7 @@ from PIL import Image
 import navzoo
 from navzoo.agents.baselines import make_baseline
 from navzoo.agents.policy_agent import PolicyAgent, check_sim_config
-from navzoo.cli.main.main import main
+from navzoo.cli.main import main
 from navzoo.errors import ConfigError, NavzooError, ReplayError
 from navzoo.evaluation import evaluate
 from navzoo.evaluation.replay import load_replay, make_replay, render_replay, render_replay_frame, save_replay

@@ -10,7 +10,7 @@ from huggingface_hub import ModelCard
 
 from navzoo.agents.baselines import make_baseline
 from navzoo.agents.policy_agent import PolicyAgent, check_sim_config, sim_settings
-from navzoo.cli.main.main import main
+from navzoo.cli.main import main
 from navzoo.errors import ConfigError, NavzooError
 from navzoo.evaluation import episode_map, evaluate, format_table, summarize
 from navzoo.evaluation.replay import load_replay

@@ -19,12 +19,10 @@ import av
 import pytest
 import torch
 import yaml
-from conftest import put_in_hf_cache
-from fake_hub import TOKEN
 from huggingface_hub import ModelCard
 
 import navzoo
-from navzoo.cli.main.main import main as cli_main
+from navzoo.cli.main import main as cli_main
 from navzoo.errors import NavzooError, UnknownModelError
 from navzoo.hub.pull import pull
 from navzoo.hub.push import HubError, upload, write_repo_folder
@@ -33,6 +31,8 @@ from navzoo.models.hub_mixin import CARD_END as END
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
 from navzoo.train.config import load_config
 from navzoo.train.trainer import train
+from tests.hub.fake_hub import TOKEN
+from tests.support import put_in_hf_cache
 
 REPO = "someone/blind-navigator"
 EPISODES = 6
@@ -225,7 +225,11 @@ def test_pull_from_an_offline_cache_prints_the_folder_navzoo_load_reads(tmp_path
 
 def _navzoo(argv: list[str], env: dict, expect: int = 0) -> subprocess.CompletedProcess:
     done = subprocess.run(
-        [sys.executable, "-m", "navzoo.cli.main.main", *argv], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "navzoo.cli.main", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == expect, done.stderr
     return done

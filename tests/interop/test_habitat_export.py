@@ -32,7 +32,7 @@ import struct
 import numpy as np
 import pytest
 
-from navzoo.cli.main.main import main as cli_main
+from navzoo.cli.main import main as cli_main
 from navzoo.errors import ConfigError
 from navzoo.interop.gltf import GLB_MAGIC, srgb_to_linear
 from navzoo.interop.habitat_scenes import CONFIG_NAME, SCENES_FOLDER, export_scenes

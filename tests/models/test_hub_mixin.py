@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from fake_hub import TOKEN
 from huggingface_hub import ModelCard, ModelHubMixin
 
 import navzoo
@@ -24,6 +23,7 @@ from navzoo.models import (
 )
 from navzoo.models.hub_mixin import CARD_BEGIN, CARD_END
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME
+from tests.hub.fake_hub import TOKEN
 
 REPO = "someone/depth-agent"
 SMALL = PolicyConfig(

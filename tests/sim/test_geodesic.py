@@ -3,10 +3,10 @@
 import math
 
 import numpy as np
-from conftest import box_room
 
 from navzoo.sim.navgrid import NavGrid
 from navzoo.sim.scenes import Scene, generate_scene
+from tests.support import box_room
 
 # 16-neighbour grid paths are at most 1/cos(atan(1/2) / 2) - 1 = 2.7% longer than straight lines, plus up to
 # half a navigation cell at each end.

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import box_room
 
 from navzoo.sim import BatchSim, SimConfig, kernels
 from navzoo.sim.physics import disc_free, move
+from tests.support import box_room
 
 RADIUS = 0.1
 

@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import CEILING, EYE, box_room, render_depth
 
 from navzoo.names import SCENE_FAMILIES
 from navzoo.sim import BatchSim, SimConfig, render
 from navzoo.sim.physics import move
 from navzoo.sim.scenes import generate_scene
+from tests.support import CEILING, EYE, box_room, render_depth
 
 
 def brute_force_depth(heights, pos, heading, size, ceiling=CEILING, hfov=90.0, step=0.0005, max_range=12.0):

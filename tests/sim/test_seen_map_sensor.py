@@ -17,7 +17,7 @@ from navzoo.models.map_encoder import add_seen_map
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.sim.seen_map import egocentric_grid
 from navzoo.transfer.settings import check_base
-from navzoo.zoo.loader.habitat_checkpoints import policy_to_habitat_state_dict
+from navzoo.zoo.habitat_checkpoints import policy_to_habitat_state_dict
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

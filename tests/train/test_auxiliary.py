@@ -5,13 +5,13 @@ import math
 
 import pytest
 import torch
-from test_ppo import collect, max_change, snapshot
 
 import navzoo
 from navzoo.errors import ConfigError
 from navzoo.train.auxiliary import ActionConditionalCPC, InverseDynamics, predicted_steps
 from navzoo.train.config import PPOConfig, load_config
 from navzoo.train.ppo import PPO
+from tests.train.test_ppo import collect, max_change, snapshot
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-from test_ppo import labelled_storage, tiny_policy
 
 import navzoo
 from navzoo.agents.baselines import make_baseline
@@ -27,6 +26,7 @@ from navzoo.train.imitation import (
 )
 from navzoo.train.rollout import RolloutStorage
 from navzoo.train.teacher import StraightLineOracle
+from tests.train.test_ppo import labelled_storage, tiny_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -5,7 +5,6 @@ import math
 
 import pytest
 import torch
-from test_ppo import labelled_storage, tiny_policy
 
 from navzoo.errors import ConfigError
 from navzoo.sim import BatchSim, SimConfig
@@ -14,6 +13,7 @@ from navzoo.train.imitation import OracleTeacher, cloning_loss, inflection_weigh
 from navzoo.train.kickstart import Kickstart
 from navzoo.train.ppo import PPO
 from navzoo.train.teacher import StraightLineOracle
+from tests.train.test_ppo import labelled_storage, tiny_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -28,7 +28,7 @@ import torch
 from safetensors.torch import load_file
 
 import navzoo
-from navzoo.cli.main.main import main as navzoo_main
+from navzoo.cli.main import main as navzoo_main
 from navzoo.errors import ConfigError
 from navzoo.models.weights import save_pretrained
 from navzoo.train import checkpoint as ckpt
@@ -77,7 +77,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "navzoo.cli.main.main", "train", *args]
+    return [sys.executable, "-m", "navzoo.cli.main", "train", *args]
 
 
 def _torchrun(*args: str, nproc: int = 2, max_restarts: int = 0) -> list[str]:
@@ -367,7 +367,7 @@ def _resume_equivalence(
     else:
         # The uninterrupted run and the first part of the split one side by side: there are 2 cores.
         first = [
-            _start(_torchrun("-m", "navzoo.cli.main.main", "train", *args, nproc=nproc), tmp_path) for args in runs
+            _start(_torchrun("-m", "navzoo.cli.main", "train", *args, nproc=nproc), tmp_path) for args in runs
         ]
         try:
             for proc in first:
@@ -376,7 +376,7 @@ def _resume_equivalence(
             for proc in first:
                 _stop_group(proc)
         _assert_counters(_newest(split), stop_at, stop_at * frames)
-        _run(_torchrun("-m", "navzoo.cli.main.main", "train", *resume_args, nproc=nproc), tmp_path, timeout=150)
+        _run(_torchrun("-m", "navzoo.cli.main", "train", *resume_args, nproc=nproc), tmp_path, timeout=150)
 
     a, b = _newest(one_go), _newest(split)
     _assert_counters(a, total, total * frames)
@@ -680,7 +680,7 @@ def test_killed_worker_restarts_from_last_checkpoint(tmp_path, victim):
     total = updates * 2 * FRAMES_PER_UPDATE
     cmd = _torchrun(
         "-m",
-        "navzoo.cli.main.main",
+        "navzoo.cli.main",
         "train",
         PRESET,
         *TINY,

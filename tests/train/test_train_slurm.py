@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import free_port
 
 from navzoo.train import checkpoint as ckpt
+from tests.support import free_port
 
 TINY = [
     "pointnav-blind",
@@ -55,7 +55,7 @@ def _fake_scontrol(tmp_path: Path) -> Path:
 
 def _launch(tmp_path: Path, run_dir: Path, frames: int, tasks: int) -> list[subprocess.Popen]:
     port = free_port()
-    command = [sys.executable, "-m", "navzoo.cli.main.main", "train", *TINY, f"total_frames={frames}"]
+    command = [sys.executable, "-m", "navzoo.cli.main", "train", *TINY, f"total_frames={frames}"]
     return [
         subprocess.Popen(
             [*command, "--run-dir", str(run_dir), "--resume"],

@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import save_file
-from test_train_distributed import _in_process, _run, _torchrun
 
 import navzoo
 from navzoo.errors import ConfigError
@@ -36,6 +35,7 @@ from navzoo.transfer.finetune import checkpoint_policy, finetune, load_run, poli
 from navzoo.transfer.imagenet import ImageNetWeightsError
 from navzoo.transfer.settings import SETTINGS, build_setting, setting_id
 from navzoo.transfer.sweep import EvalPlan, run_sweep
+from tests.train.test_train_distributed import _in_process, _run, _torchrun
 
 BASE = "navzoo-pointnav-rgb"
 NUM_ENVS, NUM_STEPS = 4, 8
@@ -328,7 +328,16 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path, hub_offline):
 
     # Two DD-PPO workers: each collects its own environments, the gradients are all-reduced.
     two = tmp_path / "two"
-    args = ["-m", "navzoo.cli.main.main", "finetune", *common[:-1], str(two), "--frames", str(2 * FRAMES), *TINY]
+    args = [
+        "-m",
+        "navzoo.cli.main",
+        "finetune",
+        *common[:-1],
+        str(two),
+        "--frames",
+        str(2 * FRAMES),
+        *TINY,
+    ]
     out, _ = _run(_torchrun(*args), tmp_path, timeout=240)
     assert "done: 2 updates" in out
     provenance = ActorCritic.from_folder(two).provenance
@@ -349,7 +358,7 @@ def test_finetune_cli_resumes_and_runs_under_torchrun(tmp_path, hub_offline):
     _, err = _in_process("finetune", *imagenet, expect_rc=2)  # hub_offline: no ImageNet weights to get
     assert "--imagenet-weights" in err and not failed.exists()
     # A folder with a model in it is not trained over unless --overwrite says so.
-    model = shutil.copytree(navzoo.zoo.loader.loader.model_entry(BASE).packaged, tmp_path / "a-model")
+    model = shutil.copytree(navzoo.zoo.loader.model_entry(BASE).packaged, tmp_path / "a-model")
     _, err = _in_process("finetune", *common[:-1], str(model), "--frames", str(FRAMES), *TINY, expect_rc=2)
     assert "holds a model" in err and "--overwrite" in err
     assert sorted(p.name for p in model.iterdir()) == ["config.json", "model.safetensors"]

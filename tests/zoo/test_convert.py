@@ -8,20 +8,20 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import random_observations
-from test_models_habitat import load_reference, randomize_, reference_forward
 
 import navzoo
-from navzoo.cli.main.convert import register
+from navzoo.cli.convert import register
 from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
 from navzoo.models import GOAL_SENSOR, HABITAT_BACKBONES, PointNavPolicy, PolicyConfig
-from navzoo.zoo.loader.habitat_checkpoints import (
+from navzoo.zoo.habitat_checkpoints import (
     convert_habitat_checkpoint,
     export_habitat_checkpoint,
     habitat_to_policy,
     infer_config,
     read_habitat_checkpoint,
 )
+from tests.models.test_models_habitat import load_reference, randomize_, reference_forward
+from tests.support import random_observations
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def test_released_checkpoint_converts_loads_strictly_and_round_trips(ref, tmp_pa
 
     assert cli("convert", src, tmp_path / "converted") == 0
     policy = navzoo.load(tmp_path / "converted")
-    entry = navzoo.zoo.loader.loader.model_entry(zoo_name)
+    entry = navzoo.zoo.loader.model_entry(zoo_name)
     assert policy.config == entry.config and policy.name == zoo_name
     assert policy.provenance["original_file"] == filename and policy.provenance["val_spl"] is not None
     original = {k.removeprefix("actor_critic."): v for k, v in checkpoint["state_dict"].items()}

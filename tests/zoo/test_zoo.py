@@ -13,7 +13,6 @@ from pathlib import Path
 import huggingface_hub
 import pytest
 import torch
-from conftest import put_in_hf_cache, random_observations
 from safetensors.torch import save_file
 
 import navzoo
@@ -21,8 +20,9 @@ from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError, We
 from navzoo.hub.pull import pull
 from navzoo.models import GOAL_SENSOR, ActorCritic, PointNavPolicy, PolicyConfig
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
-from navzoo.zoo.loader import registry as model_registry
-from navzoo.zoo.loader.registry import ModelEntry, Provenance, model_entry
+from navzoo.zoo import registry as model_registry
+from navzoo.zoo.registry import ModelEntry, Provenance, model_entry
+from tests.support import put_in_hf_cache, random_observations
 
 RELEASED_FILES = {
     "gibson-4plus-resnet50.pth",
@@ -372,8 +372,8 @@ def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
         """
         import json, torch, navzoo
         from navzoo.errors import WeightsNotAvailableError
-        from test_zoo import hub_entry
-        navzoo.zoo.loader.registry.register_model(hub_entry("hub-blind", "someone/blind"))
+        from tests.zoo.test_zoo import hub_entry
+        navzoo.zoo.registry.register_model(hub_entry("hub-blind", "someone/blind"))
         def value(p):
             obs = {"pointgoal_with_gps_compass": torch.ones(1, 2)}
             if p.config.resolution:
@@ -401,7 +401,7 @@ def test_offline_loading_from_a_hf_cache_in_a_fresh_process(tmp_path):
         "HF_HOME": str(tmp_path / "home"),
         "HF_ENDPOINT": "http://127.0.0.1:9",
         "NAVZOO_DDPPO_BASE_URL": "http://127.0.0.1:9/ddppo-models/",
-        "PYTHONPATH": str(Path(__file__).parent),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),  # the repository root: tests.zoo.test_zoo
     }
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300

@@ -18,15 +18,15 @@ import time
 import httpx
 import pytest
 import torch
-from test_convert import Payload, outputs, released_checkpoint
-from test_models_habitat import load_reference, reference_forward
 
 import navzoo
-from navzoo.cli.main.main import main
+from navzoo.cli.main import main
 from navzoo.errors import UnsafeCheckpointError, WeightsFormatError, WeightsNotAvailableError
 from navzoo.storage.http_download import _total_size
-from navzoo.zoo.loader.habitat_release import BASE_URL_ENV, cache_root, cached_release
-from navzoo.zoo.loader.registry import HABITAT_RELEASE, model_entry
+from navzoo.zoo.habitat_release import BASE_URL_ENV, cache_root, cached_release
+from navzoo.zoo.registry import HABITAT_RELEASE, model_entry
+from tests.models.test_models_habitat import load_reference, reference_forward
+from tests.zoo.test_convert import Payload, outputs, released_checkpoint
 
 BLIND = "gibson-0plus-mp3d-train-val-test-blind.pth"
 RESNET50 = "gibson-2plus-resnet50.pth"
@@ -100,7 +100,7 @@ def test_a_cached_release_loads_offline_with_the_server_stopped(ref, release_ser
     script = textwrap.dedent(
         """
         import json, sys, torch, navzoo
-        from test_convert import outputs
+        from tests.zoo.test_convert import outputs
         out = outputs(navzoo.load("pointnav-blind"))[0]
         print(json.dumps({"logits": out.distribution.logits.tolist(), "value": out.value.tolist()}))
         """

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import httpx2
 import pytest
-from conftest import hub_transport
 
 import navzoo
 from navzoo.agents.baselines import make_baseline
@@ -18,7 +17,8 @@ from navzoo.evaluation import evaluate, summarize
 from navzoo.models.weights import WEIGHTS_NAME
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.sim.episodes import episodes_for
-from navzoo.zoo.loader.registry import PACKAGED_WEIGHTS, model_entry
+from navzoo.zoo.registry import PACKAGED_WEIGHTS, model_entry
+from tests.support import hub_transport
 
 SHIPPED = ("navzoo-pointnav-blind", "navzoo-pointnav-depth", "navzoo-pointnav-rgb")
 STRIDE = 12  # every 12th val episode: 50 episodes, two from each of the 24 val scenes of all four families

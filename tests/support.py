@@ -1,0 +1,166 @@
+"""Helpers the tests share (the fixtures are in conftest.py): small hand-built scenes and a depth render of
+them, free ports, random observations, a laid-out Hugging Face cache, a loopback release server, and
+huggingface_hub's HTTP transport pointed at a handler."""
+
+import contextlib
+import hashlib
+import os
+import shutil
+import socket
+from pathlib import Path
+
+import httpx2
+import huggingface_hub
+import numpy as np
+import torch
+
+# Not re-exported at the top level; the default client and its offline check live here.
+from huggingface_hub.utils._http import default_client_factory, hf_request_event_hook
+
+from navzoo.sim.render import Camera, SceneAtlas, cast
+from navzoo.sim.scenes import Scene
+
+CEILING = 2.5
+EYE = 1.25
+
+
+def box_room(size_cells: int = 16) -> np.ndarray:
+    """Heights of an empty square room with walls on its border (0.25 m cells)."""
+    heights = np.zeros((size_cells, size_cells), dtype=np.float32)
+    heights[0, :] = heights[-1, :] = heights[:, 0] = heights[:, -1] = CEILING
+    return heights
+
+
+def atlas_of(scene: Scene) -> SceneAtlas:
+    return SceneAtlas.of_scene(scene)
+
+
+def render_depth(
+    heights: np.ndarray, pos, heading: float, size: int = 16, hfov: float = 90.0, ceiling: float = CEILING
+) -> np.ndarray:
+    """Metric z-depth [H, W] (top row first) seen from `pos` facing `heading` in a scene of these heights."""
+    scene = Scene.from_arrays(heights, ceiling)
+    camera = Camera(size, size, hfov, 30.0, torch.device("cpu"))
+    hits, _ = cast(
+        atlas_of(scene),
+        camera,
+        torch.zeros(1, dtype=torch.long),
+        torch.tensor([pos], dtype=torch.float32),
+        torch.tensor([heading]),
+        EYE,
+        False,
+    )
+    return hits.z[0].T.flip(0).numpy()
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def random_observations(config, n: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """A batch of random observations with the sensors, resolution and dtypes a policy config expects."""
+    from navzoo.models import GOAL_SENSOR
+
+    obs = {GOAL_SENSOR: torch.rand(n, 2, generator=generator) * 3}
+    if "depth" in config.sensors:
+        obs["depth"] = torch.rand(n, *config.resolution, 1, generator=generator)
+    if "rgb" in config.sensors:
+        obs["rgb"] = torch.randint(0, 256, (n, *config.resolution, 3), generator=generator, dtype=torch.uint8)
+    return obs
+
+
+def put_in_hf_cache(
+    cache: Path, repo_id: str, folder: Path, commit: str, refs: tuple[str, ...] = ("main",)
+) -> None:
+    """Lay out `folder` as huggingface_hub's cache does: blobs/, snapshots/<commit>/ symlinks, refs/<name>."""
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    for file in folder.iterdir():
+        blob = repo / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(file, blob)
+        link = repo / "snapshots" / commit / file.name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    (repo / "refs").mkdir(exist_ok=True)
+    for ref in refs:
+        (repo / "refs" / ref).write_text(commit)
+
+
+class ReleaseServer:
+    """A loopback HTTP server (127.0.0.1 only) for a folder laid out like habitat's DD-PPO release folder.
+
+    It serves the files of `root` with Content-Length, honours `Range: bytes=N-` with 206 and
+    Content-Range, and records every request as (file name, Range header). `cut[name] = n` makes the next
+    response for `name` stop after n body bytes and drop the connection; `fail[name] = status` answers that
+    status until removed (after the cut response, where both are set).
+    """
+
+    def __init__(self, root: Path):
+        import http.server
+        import threading
+
+        self.root, self.requests, self.cut, self.fail = root, [], {}, {}
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                name = self.path.rsplit("/", 1)[-1]
+                server.requests.append((name, self.headers.get("Range")))
+                path = server.root / name
+                if name in server.fail and name not in server.cut:
+                    self.send_error(server.fail[name])
+                    return
+                if not path.is_file():
+                    self.send_error(404)
+                    return
+                data = path.read_bytes()
+                start = int(self.headers["Range"][len("bytes=") : -1]) if self.headers.get("Range") else 0
+                self.send_response(206 if start else 200)
+                if start:
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                self.send_header("Content-Length", str(len(data) - start))
+                self.end_headers()
+                body = data[start:]
+                if name in server.cut:
+                    body = body[: server.cut.pop(name)]
+                    self.close_connection = True
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/ddppo-models/"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@contextlib.contextmanager
+def hub_transport(handler):
+    """huggingface_hub's HTTP requests answered by `handler` (a request -> response function) for the
+    duration. The client keeps huggingface_hub's own request hook, so offline mode still refuses at once,
+    and the library's default client comes back afterwards: a bare httpx client left behind would have
+    no offline check and no timeout, and later tests would wait on the network."""
+    huggingface_hub.set_client_factory(
+        lambda: httpx2.Client(
+            transport=httpx2.MockTransport(handler),
+            event_hooks={"request": [hf_request_event_hook]},
+            follow_redirects=True,
+        )
+    )
+    huggingface_hub.close_session()  # drop a client built before the factory was set
+    try:
+        yield
+    finally:
+        huggingface_hub.set_client_factory(default_client_factory)
+        huggingface_hub.close_session()
