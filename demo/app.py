@@ -22,7 +22,7 @@ import gradio as gr
 import numpy as np
 
 from navzoo.agents.baselines import BASELINES
-from navzoo.demo.episodes import TASKS, Agent, load_agent, run_episode
+from navzoo.demo.episodes import TASKS, AgentEntry, load_agent, run_episode
 from navzoo.demo.sources import MAX_REPLAY_BYTES, Sources, open_bounded
 from navzoo.errors import NavzooError, ReplayError
 from navzoo.evaluation import unique_labels
@@ -85,7 +85,7 @@ class Demo:
         return [(name, name) for name in self.sources.replay_files()]
 
     # --- running and opening -------------------------------------------------------------------------
-    def load_agent(self, choice: str) -> Agent:
+    def load_agent(self, choice: str) -> AgentEntry:
         """`load_agent`, keeping the last few policies (a folder is reloaded when its files change)."""
         try:
             key = _cache_key(self.sources, choice)
@@ -97,7 +97,7 @@ class Demo:
             if key in self._policies:
                 self._policies.move_to_end(key)
                 label, source, policy = self._policies[key]
-                return Agent(label, source, policy)
+                return AgentEntry(label, source, policy)
         agent = load_agent(self.sources, choice, self.device)
         with self._lock:
             self._policies[key] = (agent.label, agent.source, agent.policy)

@@ -10,7 +10,7 @@ from navzoo.agents.baselines import BASELINES, make_baseline
 from navzoo.agents.policy_agent import PolicyAgent
 from navzoo.demo.sources import MAX_RESOLUTION, Sources
 from navzoo.errors import ConfigError, UnknownModelError
-from navzoo.evaluation import Agent, evaluate, sim_config_for
+from navzoo.evaluation import AgentEntry, evaluate, sim_config_for
 from navzoo.evaluation.replay import Replay, make_replay
 from navzoo.names import ACTION_MODES
 from navzoo.sim.batch_sim import BatchSim
@@ -60,27 +60,27 @@ def episode_from_seed(config: SimConfig, seed: int) -> int:
     return stable_seed("demo-episode", config.split, seed) % num_episodes(config)
 
 
-def load_agent(sources: Sources, choice: str, device: str = "cpu") -> Agent:
+def load_agent(sources: Sources, choice: str, device: str = "cpu") -> AgentEntry:
     """A baseline, a zoo model (fetched into the cache on first use), or a model folder inside the --models
     roots."""
     if not isinstance(choice, str) or not choice.strip():
         raise UnknownModelError("no model chosen: pick a baseline, a zoo model or a model folder")
     if choice in BASELINES:
-        return Agent(choice, choice)
+        return AgentEntry(choice, choice)
     if choice in sources.zoo_models():
         # A cached model loads with no request at all; the others are fetched now.
         local = choice in sources.local_zoo_models()
-        return Agent(choice, choice, load(choice, local_files_only=local, device=device))
+        return AgentEntry(choice, choice, load(choice, local_files_only=local, device=device))
     if not sources.models or not sources.names_a_folder(choice):
         raise UnknownModelError(
             f"unknown model {choice!r}: not a baseline ({', '.join(BASELINES)}), a zoo model with weights "
             "(navzoo.list_models(pretrained=True)) or a model folder under the --models folders"
         )
     folder = sources.model_folder(choice)
-    return Agent(folder.name, str(folder), load(folder, device=device))
+    return AgentEntry(folder.name, str(folder), load(folder, device=device))
 
 
-def sim_config(agent: Agent, task: str, split: str, seed: int = 0, device: str = "cpu") -> SimConfig:
+def sim_config(agent: AgentEntry, task: str, split: str, seed: int = 0, device: str = "cpu") -> SimConfig:
     """One environment with the sensors the agent reads, as evaluation chooses them; ConfigError if the
     agent cannot do the task."""
     name = task_id(task)
@@ -97,7 +97,7 @@ def sim_config(agent: Agent, task: str, split: str, seed: int = 0, device: str =
     return sim_config_for(agent, name, split, num_envs=1, seed=int(seed), device=device)
 
 
-def _check_camera(agent: Agent) -> None:
+def _check_camera(agent: AgentEntry) -> None:
     """Refuse, before running, a model whose cameras are larger than the demo shows."""
     config = agent.policy.config
     if config.visual_sensors and max(config.resolution) > MAX_RESOLUTION:
@@ -110,7 +110,7 @@ def _check_camera(agent: Agent) -> None:
 
 
 def run_episode(
-    agent: Agent, task: str, split: str, episode=None, seed=0, mode: str = "sampled", device: str = "cpu"
+    agent: AgentEntry, task: str, split: str, episode=None, seed=0, mode: str = "sampled", device: str = "cpu"
 ) -> Replay:
     """Run `agent` on episode `episode` of the split (None: one picked by `seed`) and return its replay.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from navzoo.cli.options import add_deprecated_alias
 from navzoo.errors import ConfigError, closest
 from navzoo.train.config_options import (
     HABITAT_KEYS_HELP,
@@ -35,7 +34,6 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--run-dir", help="folder for checkpoints, logs and the trained model (needed to train)"
     )
-    add_deprecated_alias(parser, "--out", "--run-dir")  # --out is the output folder of eval and push
     parser.add_argument(
         "--resume",
         action="store_true",

@@ -7,7 +7,6 @@ import dataclasses
 import os
 from pathlib import Path
 
-from navzoo.cli.options import add_deprecated_alias
 from navzoo.errors import ConfigError
 from navzoo.train.config_options import HABITAT_KEYS_HELP, add_config_options, config_overrides, print_config
 
@@ -42,7 +41,6 @@ def register(subparsers) -> None:
         "--run-dir",
         help="run folder (default runs/finetune/TASK-SETTING); with --setting all, the sweep's folder",
     )
-    add_deprecated_alias(parser, "--out", "--run-dir")  # --out is the output folder of eval and push
     parser.add_argument("--resume", action="store_true", help="continue the run saved in --run-dir")
     parser.add_argument(
         "--overwrite",

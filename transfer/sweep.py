@@ -21,7 +21,7 @@ import torch
 from matplotlib.figure import Figure
 
 from navzoo.errors import ConfigError
-from navzoo.evaluation import Agent, run
+from navzoo.evaluation import AgentEntry, run
 from navzoo.tasks import get_task
 from navzoo.train import checkpoint as ckpt
 from navzoo.transfer.config import TransferConfig, transfer_train_config
@@ -109,7 +109,7 @@ def _point(policy, frames: int, task: str, plan: EvalPlan) -> dict:
     """Mean of the task's metric over the first `plan.episodes` val episodes, sampled actions."""
     with torch.inference_mode():
         result = run(
-            [Agent("policy", "policy", policy)],
+            [AgentEntry("policy", "policy", policy)],
             task=task,
             episodes=plan.episodes,
             num_envs=plan.num_envs,

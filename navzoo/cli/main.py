@@ -18,7 +18,7 @@ COMMANDS = {
     "train": ("navzoo.train.cli", "train a PointGoal agent with DD-PPO or imitation"),
     "finetune": ("navzoo.transfer.cli", "transfer a PointGoal model to Flee or Explore (DD-PPO's settings)"),
     "eval": ("navzoo.cli.eval", "evaluate baselines and trained models on PointGoal, Flee or Explore"),
-    "episodes": ("navzoo.cli.options", "write a split's episodes as a habitat PointNav dataset"),
+    "episodes": ("navzoo.cli.episodes", "write a split's episodes as a habitat PointNav dataset"),
     "export-scenes": (
         "navzoo.cli.export_scenes",
         "write scenes and episodes as a habitat-sim / habitat-lab scene dataset",
@@ -28,7 +28,10 @@ COMMANDS = {
         "navzoo.hub.push_cli",
         "publish a model or training-run folder to the Hugging Face Hub",
     ),
-    "pull": ("navzoo.hub.pull", "download a model into the cache navzoo.load reads and print where it is"),
+    "pull": (
+        "navzoo.hub.pull_cli",
+        "download a model into the cache navzoo.load reads and print where it is",
+    ),
     "demo": ("navzoo.demo.cli", "web app: watch an agent navigate, replay saved episodes"),
 }
 

@@ -1,15 +1,13 @@
-"""Options shared by the commands (simulator, device, threads, and the deprecated spellings of options), and
-`navzoo episodes` (export a split in habitat's format).
+"""Options shared by the commands: the simulator, device, threads, resolution and scene families.
 
 An option means the same on every command that has it: `--device` takes the names training's `device` key
 takes and defaults to auto; `--threads 0` is automatic; `--scene-families` is SimConfig.scene_families.
 """
 
 import argparse
-import sys
 
 from navzoo.errors import ConfigError
-from navzoo.sim.config import SCENE_FAMILIES, SENSORS, SPLITS, TASKS, SimConfig
+from navzoo.sim.config import SCENE_FAMILIES, SENSORS, SPLITS, TASKS
 
 
 def add_sim_arguments(parser: argparse.ArgumentParser, split: str = "val") -> None:
@@ -63,40 +61,6 @@ def set_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
-def add_deprecated_alias(parser, alias: str, option: str) -> None:
-    """Keep `alias`, an earlier spelling of the existing `option`, working for one release: it sets what
-    `option` sets and says on stderr to write `option` instead. --help shows only `option`."""
-    target = parser._option_string_actions[option]
-    parser.add_argument(
-        alias,
-        action=DeprecatedAlias,
-        option=option,
-        dest=target.dest,
-        nargs=target.nargs,
-        type=target.type,
-        choices=target.choices,
-        metavar=target.metavar,
-        default=argparse.SUPPRESS,  # the default is `option`'s
-        help=argparse.SUPPRESS,
-    )
-
-
-class DeprecatedAlias(argparse.Action):
-    """The action of an option's earlier spelling (add_deprecated_alias)."""
-
-    def __init__(self, option_strings, dest, option: str, **kwargs):
-        super().__init__(option_strings, dest, **kwargs)
-        self.option = option
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        print(
-            f"{parser.prog}: warning: {option_string} is deprecated and will be removed in the next release; "
-            f"write {self.option}",
-            file=sys.stderr,
-        )
-        setattr(namespace, self.dest, values)
-
-
 def add_resolution_option(parser, what: str, default: int | None = None) -> None:
     """--resolution N (square) or --resolution H W, on every navzoo command that takes it."""
     suffix = f" (default {default})" if default else ""
@@ -120,7 +84,7 @@ def resolution(values: list[int] | None) -> tuple[int, int] | None:
 
 
 def add_families_option(parser, default: tuple[str, ...] | None = SCENE_FAMILIES, what: str = "") -> None:
-    """--scene-families (SimConfig.scene_families); --families, its earlier spelling, is deprecated."""
+    """--scene-families (SimConfig.scene_families)."""
     parser.add_argument(
         "--scene-families",
         dest="scene_families",
@@ -130,26 +94,3 @@ def add_families_option(parser, default: tuple[str, ...] | None = SCENE_FAMILIES
         choices=SCENE_FAMILIES,
         help=what or f"scene families to use: {', '.join(SCENE_FAMILIES)} (default: all)",
     )
-    add_deprecated_alias(parser, "--families", "--scene-families")
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "episodes",
-        help="write a split's episodes as a habitat PointNav dataset",
-        description="Write the fixed episode set of a split in habitat-lab's "
-        "PointNav dataset format (.json or .json.gz).",
-    )
-    parser.add_argument("out", help="output file, e.g. val.json.gz")
-    parser.add_argument("--split", default="val", choices=("val", "test"), help="the split (default val)")
-    add_families_option(parser)
-    parser.set_defaults(run=_run_episodes)
-
-
-def _run_episodes(args) -> None:
-    from navzoo.sim.episodes import episodes_for, save_episodes
-
-    config = SimConfig(split=args.split, scene_families=tuple(args.scene_families))
-    episodes = episodes_for(config)
-    save_episodes(episodes, args.out)
-    print(f"wrote {len(episodes)} {args.split} episodes to {args.out}")

@@ -20,7 +20,7 @@ from navzoo.evaluation.report import (
     wilson_interval,
 )
 from navzoo.evaluation.run import (
-    Agent,
+    AgentEntry,
     Evaluation,
     default_agents,
     evaluate_agent,
@@ -32,7 +32,7 @@ from navzoo.evaluation.run import (
 
 __all__ = [
     "DISTANCE_BINS",
-    "Agent",
+    "AgentEntry",
     "EpisodeResult",
     "Evaluation",
     "default_agents",

@@ -40,8 +40,9 @@ FIGURE_FILE = "spl_by_distance.png"
 
 
 @dataclass
-class Agent:
-    """An agent to evaluate: a baseline (no policy) or a loaded model, under a label that names its files."""
+class AgentEntry:
+    """An entry in the list of agents to evaluate: a baseline (no policy) or a loaded model, under a label
+    that names its files."""
 
     label: str
     source: str
@@ -65,11 +66,11 @@ def default_agents(task: str) -> tuple[str, ...]:
     return DEFAULT_AGENTS if get_task(task).has_goal else GOALLESS_BASELINES
 
 
-def load_agent(source: str, device: str = "cpu") -> Agent:
+def load_agent(source: str, device: str = "cpu") -> AgentEntry:
     """A baseline by name (it wins over a folder of that name; pass ./name for the folder), or a model
     through navzoo.load."""
     if source in BASELINES:
-        return Agent(source, source)
+        return AgentEntry(source, source)
     try:
         policy = load(source, device=device)
     except UnknownModelError as err:
@@ -80,7 +81,7 @@ def load_agent(source: str, device: str = "cpu") -> Agent:
                 f"{baselines}; models are zoo names, model or run folders, or hf-hub:org/name"
             ) from None
         raise UnknownModelError(f"{str(err).rstrip('.')}. The baseline agents are {baselines}.") from None
-    return Agent(_label(source), source, policy)
+    return AgentEntry(_label(source), source, policy)
 
 
 def _label(source: str) -> str:
@@ -103,7 +104,7 @@ def unique_labels(agents: list) -> list:
 
 
 def sim_config_for(
-    agent: Agent,
+    agent: AgentEntry,
     task: str,
     split: str = "val",
     *,
@@ -129,7 +130,7 @@ def sim_config_for(
 
 
 def run(
-    agents: list[str | Agent] = (),
+    agents: list[str | AgentEntry] = (),
     *,
     task: str | None = None,
     split: str = "val",
@@ -153,7 +154,7 @@ def run(
     first `replays` episodes and, for a task with a goal, spl_by_distance.png there."""
     _check_counts(episodes, replays, map_episode)
     sources = list(agents) or list(default_agents(task or "pointnav"))
-    loaded = unique_labels([a if isinstance(a, Agent) else load_agent(a, device) for a in sources])
+    loaded = unique_labels([a if isinstance(a, AgentEntry) else load_agent(a, device) for a in sources])
     task = task or next((a.policy.task for a in loaded if a.policy is not None), "pointnav")
     shared = {"num_envs": num_envs, "scene_families": tuple(families), "episodes_file": episodes_file}
     shared |= {"device": device, "seed": seed}
@@ -166,7 +167,7 @@ def run(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     settings = {
-        "agents": [a.source if isinstance(a, Agent) else a for a in sources],
+        "agents": [a.source if isinstance(a, AgentEntry) else a for a in sources],
         "task": task,
         "split": split,
         "episodes": episodes,
@@ -198,7 +199,7 @@ def run(
 
 
 def evaluate_agent(
-    agent: Agent,
+    agent: AgentEntry,
     sim: BatchSim,
     episodes: int,
     mode: str = "sampled",

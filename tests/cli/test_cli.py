@@ -12,7 +12,7 @@ import yaml
 
 from navzoo import __version__
 from navzoo.cli.main import COMMANDS, _subparser, build_parser, main
-from navzoo.cli.options import DeprecatedAlias, resolve_device, set_threads
+from navzoo.cli.options import resolve_device, set_threads
 from navzoo.errors import ConfigError
 from navzoo.train.config import TrainConfig, load_config
 
@@ -76,34 +76,26 @@ def test_an_option_wins_over_the_override_of_its_key_on_finetune_too(capsys):
 
 
 @pytest.mark.parametrize(
-    ("argv", "old", "new", "value"),
+    ("argv", "spelling"),
     [
-        (["train", "pointnav-blind"], "--out", "--run-dir", ["runs/x"]),
-        (["finetune"], "--out", "--run-dir", ["runs/x"]),
-        (["train", "pointnav-blind"], "--families", "--scene-families", ["office", "apartment"]),
-        (["finetune"], "--families", "--scene-families", ["office"]),
-        (["eval"], "--families", "--scene-families", ["office"]),
-        (["episodes", "val.json.gz"], "--families", "--scene-families", ["office"]),
-        (["export-scenes", "exported"], "--families", "--scene-families", ["office"]),
+        (["train", "pointnav-blind"], "--out"),
+        (["finetune"], "--out"),
+        (["eval"], "--families"),
+        (["episodes", "val.json.gz"], "--families"),
     ],
 )
-def test_a_deprecated_spelling_still_works_and_names_the_new_one(capsys, argv, old, new, value):
-    parser = build_parser(argv[0])
-    assert vars(parser.parse_args([*argv, old, *value])) == vars(parser.parse_args([*argv, new, *value]))
-    warning = f"{old} is deprecated and will be removed in the next release; write {new}"
-    assert capsys.readouterr().err == f"navzoo {argv[0]}: warning: {warning}\n"  # one line, once
+def test_one_spelling_per_option(capsys, argv, spelling):
+    """--run-dir names a run folder and --scene-families the scene families, on every command."""
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser(argv[0]).parse_args([*argv, spelling, "x"])
+    assert exit_info.value.code == 2
+    assert f"unrecognized arguments: {spelling}" in capsys.readouterr().err
 
 
-def test_deprecated_spellings_stay_out_of_help_and_out_of_the_other_commands():
-    """--out is the output folder of eval and push; on train and finetune only the old run-folder spelling."""
+def test_out_is_the_output_folder_of_eval_and_push_only():
     for command in COMMANDS:
         for action in _subparser(build_parser(command), command)._actions:
-            if isinstance(action, DeprecatedAlias):
-                assert action.help == argparse.SUPPRESS and action.option_strings in (
-                    ["--out"],
-                    ["--families"],
-                )
-            elif "--out" in action.option_strings:
+            if "--out" in action.option_strings:
                 assert command in ("eval", "push") and "folder" in action.help
 
 
@@ -246,7 +238,7 @@ def test_the_names_the_command_line_offers_are_the_ones_the_code_defines():
 def test_every_option_has_help_that_shows_its_default(command):
     subparser = _subparser(build_parser(command), command)
     for action in subparser._actions:
-        if isinstance(action, argparse._HelpAction | DeprecatedAlias):  # aliases: hidden, see above
+        if isinstance(action, argparse._HelpAction):
             continue
         name = action.option_strings or action.dest
         assert action.help and action.help != argparse.SUPPRESS, f"{command} {name} has no help"
