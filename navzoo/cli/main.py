@@ -10,6 +10,7 @@ import importlib
 import re
 import sys
 
+from navzoo.cli.os_errors import describe_os_error
 from navzoo.errors import ConfigError, NavzooError, closest
 from navzoo.version import __version__
 
@@ -44,6 +45,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="navzoo", description="navzoo: embodied-navigation model zoo and transfer-learning toolkit"
     )
     parser.add_argument("--version", action="version", version=f"navzoo {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the full traceback of an error instead of its one line"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module, summary) in COMMANDS.items():
         if name == command:
@@ -57,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command(argv)
     parser = build_parser(command)
-    # KEY=VALUE overrides may sit anywhere, also after options that take several values (--families a b),
-    # so commands that take them get them set aside before argparse sees the rest.
+    # KEY=VALUE overrides may sit anywhere, also after options that take several values (--scene-families
+    # a b), so commands that take them get them set aside before argparse sees the rest.
     overrides = [a for a in argv if OVERRIDE.match(a)] if _takes_overrides(parser, command) else []
     args = parser.parse_args([a for a in argv if a not in overrides])
     if overrides:
@@ -66,12 +70,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args) or 0
     except NavzooError as exc:
+        if args.debug:
+            raise
         # Library errors name the setting; on the command line, name the option that sets it too.
         option = _option(parser, args.command, exc.field) if isinstance(exc, ConfigError) else None
         print(
             f"navzoo {args.command}: error: {exc}{f' (the {option} option)' if option else ''}",
             file=sys.stderr,
         )
+        return 2
+    except OSError as exc:
+        if args.debug:
+            raise
+        print(f"navzoo {args.command}: error: {describe_os_error(exc)}", file=sys.stderr)
         return 2
 
 

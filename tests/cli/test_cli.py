@@ -3,6 +3,8 @@ command, deprecated spellings that still work, habitat-baselines' keys, --print-
 mean", and help that answers without loading torch."""
 
 import argparse
+import errno
+import os
 import subprocess
 import sys
 
@@ -13,6 +15,7 @@ import yaml
 from navzoo import __version__
 from navzoo.cli.main import COMMANDS, _subparser, build_parser, main
 from navzoo.cli.options import resolve_device, set_threads
+from navzoo.cli.os_errors import describe_os_error
 from navzoo.errors import ConfigError
 from navzoo.train.config import TrainConfig, load_config
 
@@ -244,3 +247,31 @@ def test_every_option_has_help_that_shows_its_default(command):
         assert action.help and action.help != argparse.SUPPRESS, f"{command} {name} has no help"
         if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
             assert "default" in action.help, f"{command} {name}: help does not show the default"
+
+
+def test_file_system_errors_are_one_line_naming_the_path(capsys, tmp_path):
+    """A real ENOTDIR: the output's folder is a file. One line, no traceback; --debug shows the traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    out = blocker / "sub" / "val.json.gz"
+    assert main(["episodes", str(out), "--scene-families", "apartment-s"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"navzoo episodes: error: {blocker / 'sub'}") and "is a file, not a folder" in err
+    with pytest.raises(NotADirectoryError):
+        main(["--debug", "episodes", str(out), "--scene-families", "apartment-s"])
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (errno.ENOSPC, "the disk is full"),
+        (errno.EROFS, "read-only"),
+        (errno.EACCES, "permission denied"),
+        (errno.EEXIST, "in the way"),
+        (errno.ELOOP, "Too many levels of symbolic links"),
+    ],
+)
+def test_each_file_system_error_says_what_to_do(code, words):
+    message = describe_os_error(OSError(code, os.strerror(code), "/runs/x"))
+    assert message.startswith("/runs/x: ") and words in message
