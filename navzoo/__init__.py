@@ -1,15 +1,20 @@
 """navzoo: embodied-navigation model zoo and transfer-learning toolkit.
 
 `navzoo.load`, `navzoo.BatchSim` and the rest are imported on first use, so `import navzoo` (and the
-command line's --help) stays fast; importing it registers navzoo's gymnasium environments.
+command line's --help) stays fast; importing it registers navzoo's gymnasium environments, and its tasks
+as the simulator's (by the module that defines them, navzoo.sim.task, so that torch is not loaded yet).
 """
 
 from navzoo.errors import ConfigError, EpisodeError, NavzooError
 from navzoo.interop.gym_registration import register_envs
 from navzoo.lazy_exports import lazy_exports
+from navzoo.names import TASKS as _TASK_NAMES
+from navzoo.sim.task import register_task
 from navzoo.version import __version__
 
 register_envs()
+for _task in _TASK_NAMES:
+    register_task(_task, "navzoo.tasks")
 
 # name -> module
 _EXPORTS = {

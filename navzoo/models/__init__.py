@@ -1,23 +1,17 @@
 """Navigation policies: DD-PPO's PointGoal actor-critic with habitat, BPS and timm visual encoders, and the
 neural controller (a planner steering a frozen PointGoal policy) used for transfer."""
 
-from navzoo.models.configuration import GOAL_SENSOR, HABITAT_BACKBONES, PolicyConfig
+from navzoo.models.configuration import HABITAT_BACKBONES, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
 from navzoo.models.interface import NavigationPolicy, PolicyArchitecture
 from navzoo.models.metadata import ModelMetadata
 from navzoo.models.neural_controller import NeuralControllerPolicy
 from navzoo.models.neural_controller_config import ARCHITECTURE_TYPE as NEURAL_CONTROLLER
 from navzoo.models.neural_controller_config import NeuralControllerConfig
-from navzoo.models.policy import (
-    GOAL_VECTOR_KEY,
-    VISUAL_FEATURES_KEY,
-    ActorCritic,
-    ActResult,
-    EvaluateResult,
-    PointNavPolicy,
-    PolicyOutput,
-)
+from navzoo.models.outputs import ActResult, EvaluateResult, PolicyOutput
+from navzoo.models.policy import GOAL_VECTOR_KEY, VISUAL_FEATURES_KEY, ActorCritic, PointNavPolicy
 from navzoo.models.weights import ModelConfig, config_from_dict
+from navzoo.names import GOAL_SENSOR
 
 
 def build_policy(config: ModelConfig, *, fetch_timm_weights: bool = True) -> ActorCritic:

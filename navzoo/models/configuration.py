@@ -9,8 +9,7 @@ from typing import Any
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError
 from navzoo.models.metadata import ModelMetadata
-from navzoo.names import MAX_SEEN_MAP_SIZE, SEEN_MAP
-from navzoo.tasks import GOAL_SENSOR
+from navzoo.names import GOAL_SENSOR, MAX_SEEN_MAP_SIZE, SEEN_MAP
 from navzoo.typed_config import check_field_types
 
 # Visual sensors in the order their channels are concatenated. habitat-baselines builds the encoder's

@@ -29,10 +29,7 @@ from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError
 from navzoo.models import weights
 from navzoo.models.metadata import ModelMetadata
 from navzoo.names import SEEN_MAP
-
-# A module reference, not its names: importing hf_hub first initialises navzoo.models (hf_hub reads the
-# weight format's file names), which imports this module while hf_hub is still half-loaded.
-from navzoo.storage import hf_hub
+from navzoo.storage.hf_hub import HF_HUB_PREFIX, hub_folder
 
 HUB_REPO_ID = re.compile(r"[\w-][\w.-]*/[\w-][\w.-]*")
 CARD_NAME = "README.md"
@@ -206,7 +203,7 @@ class PolicyHubMixin(
     ) -> Policy:
         if Path(model_id).is_dir():
             return cls.from_folder(model_id, device=map_location)
-        repo_id = model_id.removeprefix(hf_hub.HF_HUB_PREFIX)
+        repo_id = model_id.removeprefix(HF_HUB_PREFIX)
         if not HUB_REPO_ID.fullmatch(repo_id) or repo_id.startswith("."):
             raise UnknownModelError(
                 f"{model_id!r} is neither an existing folder (with config.json and model.safetensors) nor a "
@@ -214,7 +211,7 @@ class PolicyHubMixin(
             )
         hub = {"revision": revision, "cache_dir": cache_dir, "token": token, "force_download": force_download}
         return cls.from_folder(
-            hf_hub.hub_folder(repo_id, **hub, local_files_only=local_files_only), device=map_location
+            hub_folder(repo_id, **hub, local_files_only=local_files_only), device=map_location
         )
 
     @classmethod

@@ -15,7 +15,7 @@ import torch
 if TYPE_CHECKING:
     from navzoo.models.encoder import VisualEncoder
     from navzoo.models.metadata import ModelMetadata
-    from navzoo.models.policy import ActResult, EvaluateResult, PolicyOutput
+    from navzoo.models.outputs import ActResult, EvaluateResult, PolicyOutput
 
 
 @runtime_checkable

@@ -22,13 +22,8 @@ from torch import nn
 from navzoo.errors import ConfigError
 from navzoo.models.encoder import VisualEncoder
 from navzoo.models.neural_controller_config import NeuralControllerConfig
-from navzoo.models.policy import (
-    VISUAL_FEATURES_KEY,
-    ActorCritic,
-    CriticHead,
-    PointNavPolicy,
-    PolicyOutput,
-)
+from navzoo.models.outputs import PolicyOutput
+from navzoo.models.policy import VISUAL_FEATURES_KEY, ActorCritic, CriticHead, PointNavPolicy
 from navzoo.models.state_encoder import RNNStateEncoder
 
 MAGNITUDE_OFFSET = 0.75  # appendix G: ELU(m) + 0.75, so the goal is never much behind the agent

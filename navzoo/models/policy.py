@@ -21,8 +21,6 @@ implement navzoo.models.interface.NavigationPolicy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 from torch import nn
 from torch.distributions import Categorical
@@ -33,6 +31,7 @@ from navzoo.models.encoder import VisualEncoder
 from navzoo.models.hub_mixin import PolicyHubMixin
 from navzoo.models.map_encoder import EMBEDDING_SIZE as MAP_EMBEDDING_SIZE
 from navzoo.models.map_encoder import SeenMapEncoder
+from navzoo.models.outputs import ActResult, EvaluateResult, PolicyOutput
 from navzoo.models.state_encoder import RNNStateEncoder
 from navzoo.names import SEEN_MAP, SEEN_MAP_CHANNELS
 
@@ -41,36 +40,6 @@ VISUAL_FEATURES_KEY = "visual_features"
 # The goal embedding's input [rho, cos(-phi), sin(-phi)] may be passed directly under this key (a planner's
 # goal in the neural-controller setting), instead of being computed from the GPS+Compass reading.
 GOAL_VECTOR_KEY = "goal_vector"
-
-
-@dataclass
-class PolicyOutput:
-    """Differentiable outputs of one forward pass; leading dims are those of `masks`."""
-
-    distribution: Categorical
-    value: torch.Tensor
-    hidden: torch.Tensor
-    features: torch.Tensor
-    visual: torch.Tensor | None = None  # the visual embedding fed to the recurrent core (None if blind)
-
-
-@dataclass
-class ActResult:
-    action: torch.Tensor  # [N] int64
-    log_prob: torch.Tensor  # [N]
-    value: torch.Tensor  # [N]
-    hidden: torch.Tensor  # [N, R, H]
-
-
-@dataclass
-class EvaluateResult:
-    value: torch.Tensor  # [T, N]
-    log_prob: torch.Tensor  # [T, N]
-    entropy: torch.Tensor  # [T, N]
-    hidden: torch.Tensor  # [N, R, H] after the last step
-    action_log_probs: torch.Tensor  # [T, N, A] log-probabilities of every action
-    features: torch.Tensor  # [T, N, H] the recurrent output both heads read (auxiliary heads read it too)
-    visual: torch.Tensor | None  # [T, N, E] the visual embedding of each step (None for a blind policy)
 
 
 class CategoricalNet(nn.Module):

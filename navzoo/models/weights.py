@@ -2,8 +2,10 @@
 sensors, sizes, actions) and model.safetensors (parameters and buffers under habitat-baselines'
 PointNavResNetPolicy names).
 
-This module writes and reads the files and checks them against a policy; it imports no model class, so the
-policies themselves can use it (ActorCritic.save_pretrained / from_pretrained, which build the right class).
+This module writes and reads the files and checks them against a policy; it imports no model class, only
+the interface every policy implements (an nn.Module too), so the policies themselves can use it
+(ActorCritic.save_pretrained / from_pretrained, which build the right class). The file names are in
+navzoo.names, shared with the Hub transport (navzoo.storage.hf_hub).
 """
 
 from __future__ import annotations
@@ -21,12 +23,11 @@ from navzoo.errors import ConfigError, WeightsFormatError
 from navzoo.models.configuration import PolicyConfig
 from navzoo.models.metadata import METADATA_KEYS, ModelMetadata
 from navzoo.models.neural_controller_config import ARCHITECTURE_TYPE, NeuralControllerConfig
+from navzoo.names import CONFIG_NAME, WEIGHTS_NAME
 
 if TYPE_CHECKING:
-    from navzoo.models.policy import ActorCritic
+    from navzoo.models.interface import NavigationPolicy
 
-CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
 FORMAT = "navzoo-policy"
 FORMAT_VERSION = 1
 MAX_CONFIG_BYTES = 1 << 20  # navzoo writes a few KB; anything this large is not a config
@@ -42,7 +43,7 @@ def config_from_dict(data: dict[str, Any]) -> ModelConfig:
 
 
 def save_pretrained(
-    policy: ActorCritic,
+    policy: NavigationPolicy,
     folder: str | Path,
     *,
     name: str | None = None,
@@ -158,7 +159,7 @@ def read_header(path: str | Path) -> dict[str, tuple[int, ...]]:
         ) from None
 
 
-def check_state_dict(policy: ActorCritic, tensors: dict[str, torch.Tensor], source: str) -> None:
+def check_state_dict(policy: NavigationPolicy, tensors: dict[str, torch.Tensor], source: str) -> None:
     """Raise WeightsFormatError unless `tensors` has exactly the policy's names and shapes, all finite."""
     check_shapes(policy, {k: tuple(v.shape) for k, v in tensors.items()}, source)
     broken = [k for k, v in tensors.items() if v.is_floating_point() and not torch.isfinite(v).all()]
@@ -170,7 +171,7 @@ def check_state_dict(policy: ActorCritic, tensors: dict[str, torch.Tensor], sour
         )
 
 
-def check_shapes(policy: ActorCritic, shapes: dict[str, tuple[int, ...]], source: str) -> None:
+def check_shapes(policy: NavigationPolicy, shapes: dict[str, tuple[int, ...]], source: str) -> None:
     """Raise WeightsFormatError unless `shapes` names exactly the policy's tensors with their shapes."""
     expected = {k: tuple(v.shape) for k, v in policy.state_dict().items()}
     missing = sorted(set(expected) - set(shapes))

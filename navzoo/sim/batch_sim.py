@@ -27,7 +27,7 @@ from navzoo.sim.map_sensor import SeenMapSensor
 from navzoo.sim.physics import disc_free, move
 from navzoo.sim.pool import ScenePool
 from navzoo.sim.scenes import stable_seed
-from navzoo.tasks import get_task
+from navzoo.sim.task import SimTask, lookup_task
 
 _MASK32 = 0xFFFFFFFF
 # The per-environment tensors a checkpoint holds (and `visited` for Explore), and the config fields that
@@ -68,7 +68,8 @@ class BatchSim:
         self.device = dev = torch.device(config.device)
         if episodes is None:
             episodes = episodes_for(config)
-        self.pool = ScenePool(config, dev, episodes)
+        self.task: SimTask[BatchSim] = lookup_task(config.task)
+        self.pool = ScenePool(config, dev, episodes, fields_from_start=self.task.starts_at_field_source)
         self.episodes = episodes  # the fixed episode list, or None for freshly sampled training episodes
         self.fixed = episodes is not None
         height, width = config.resolution
@@ -92,7 +93,6 @@ class BatchSim:
         self.episode_index = torch.zeros(n, dtype=torch.long, device=dev)
         self.episode_counter = torch.zeros(n, dtype=torch.long, device=dev)
         self.env_seeds = torch.zeros(n, dtype=torch.long, device=dev)
-        self.task = get_task(config.task)
         self.task.allocate(self)
         self.seen_map = SeenMapSensor(self) if SEEN_MAP in config.sensors else None
         self.seed(config.seed)

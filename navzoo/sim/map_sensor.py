@@ -14,21 +14,16 @@ reads it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 
-from navzoo.sim.seen_map import SeenMap, egocentric_grid
-
-if TYPE_CHECKING:
-    from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.seen_map import MappedSim, SeenMap, egocentric_grid
 
 
 class SeenMapSensor:
     """The maps of every environment of `sim`, and their egocentric crops."""
 
-    def __init__(self, sim: BatchSim):
+    def __init__(self, sim: MappedSim):
         self.sim = sim
         self.map = SeenMap(sim)  # the map-planner teacher shares it (train.teacher)
         self.visited = np.zeros(self.map.solid.shape, np.bool_)

@@ -27,7 +27,6 @@ from navzoo.sim.materials import material_table
 from navzoo.sim.navgrid import NAV_SUBDIVISION
 from navzoo.sim.render import SceneAtlas
 from navzoo.sim.scenes import CELL_SIZE, FAMILIES, SCENES_PER_SPLIT, scene_id, stable_seed
-from navzoo.tasks import get_task
 
 
 def train_scene_id(config: SimConfig, k: int) -> str:
@@ -42,8 +41,18 @@ def _assets(config: SimConfig, sid: str) -> SceneAssets:
 
 
 class ScenePool:
-    def __init__(self, config: SimConfig, device: torch.device, episodes: list[Episode] | None):
+    def __init__(
+        self,
+        config: SimConfig,
+        device: torch.device,
+        episodes: list[Episode] | None,
+        *,
+        fields_from_start: bool,
+    ):
+        """`fields_from_start`: the fixed episodes' distance fields are measured from their starts, not from
+        their goals (the task's episodes start at the field's source, as Flee's do)."""
         self.config, self.device = config, device
+        self.fields_from_start = fields_from_start
         self.cell_size = CELL_SIZE
         self.nav_cell = CELL_SIZE / NAV_SUBDIVISION
         self.materials = {k: torch.from_numpy(v).to(device) for k, v in material_table().items()}
@@ -91,7 +100,7 @@ class ScenePool:
             slot = slot_of[ep.scene_id]
             a = assets[slot]
             start, goal = (self._standing_cell(a, index, ep, end) for end in ("start", "goal"))
-            cell, other = (start, goal) if get_task(cfg.task).starts_at_field_source else (goal, start)
+            cell, other = (start, goal) if self.fields_from_start else (goal, start)
             if cell not in sources[slot]:
                 sources[slot][cell] = len(fields)
                 fields.append(_field_for(a, cell))

@@ -16,7 +16,7 @@ corners (on two lines at once) are left alone, so seen cells are never wrong.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import torch
@@ -25,8 +25,10 @@ from numba import njit
 from navzoo.sim import kernels
 from navzoo.sim.navgrid import EDGES, NAV_SUBDIVISION
 
-if TYPE_CHECKING:  # the simulator's seen_map sensor keeps a SeenMap, so this module cannot import it
-    from navzoo.sim.batch_sim import BatchSim
+if TYPE_CHECKING:
+    from navzoo.sim.config import SimConfig
+    from navzoo.sim.pool import ScenePool
+    from navzoo.sim.render import Camera
 
 FACE_TOLERANCE = 0.002  # metres: how near a grid line a point must be, and pixel rows apart on one face
 FLOOR_CLEARANCE = 0.02  # metres: points below this height are floor
@@ -65,12 +67,25 @@ MOVES, MOVE_LENGTHS, MOVE_CROSSED, MOVE_CROSSED_COUNT = _moves()
 _, MOVE_KIND = np.unique(MOVE_LENGTHS, return_inverse=True)
 
 
+class MappedSim(Protocol):
+    """What a SeenMap and the seen_map sensor read of the simulator whose environments they map (a BatchSim,
+    which keeps the sensor and so is not imported here)."""
+
+    config: SimConfig
+    pool: ScenePool
+    camera: Camera
+    num_envs: int
+    slot: torch.Tensor  # [N] each environment's scene slot in the pool
+    pos: torch.Tensor  # [N, 2]
+    heading: torch.Tensor  # [N]
+
+
 class SeenMap:
     """Per-environment maps of seen solid cells, `solid` [N, rows, cols] (1 solid, 0 free or unseen), and
     distance fields to each environment's goal on them, `fields` [N, 2 rows, 2 cols] (metres, inf where
     unreachable), on the simulator's navigation grid."""
 
-    def __init__(self, sim: BatchSim):
+    def __init__(self, sim: MappedSim):
         if "depth" not in sim.config.sensors:
             raise ValueError(f"a seen map is built from depth images; the simulator has {sim.config.sensors}")
         self.sim = sim

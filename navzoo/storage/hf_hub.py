@@ -21,7 +21,7 @@ from huggingface_hub.errors import (
 )
 
 from navzoo.errors import UnknownModelError, WeightsFormatError, WeightsNotAvailableError
-from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME
+from navzoo.names import CONFIG_NAME, WEIGHTS_NAME
 from navzoo.version import __version__
 
 HF_HUB_PREFIX = "hf-hub:"  # how navzoo (like timm) names a Hub repository where it also takes zoo names

@@ -16,10 +16,10 @@ from typing import Any
 import torch
 
 from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
-from navzoo.models import GOAL_SENSOR, ModelMetadata, PointNavPolicy, PolicyConfig
+from navzoo.models import ModelMetadata, PointNavPolicy, PolicyConfig
 from navzoo.models.resnet import SPECS
 from navzoo.models.weights import check_state_dict, save_pretrained
-from navzoo.names import SEEN_MAP
+from navzoo.names import GOAL_SENSOR, SEEN_MAP
 from navzoo.storage.torch_files import load_weights_only
 from navzoo.zoo.registry import ModelEntry, entries, model_entry
 

@@ -30,7 +30,8 @@ from navzoo.errors import (
     WeightsFormatError,
     WeightsNotAvailableError,
 )
-from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
+from navzoo.models.weights import save_pretrained
+from navzoo.names import CONFIG_NAME, WEIGHTS_NAME
 from navzoo.zoo.habitat_checkpoints import habitat_to_policy
 from navzoo.zoo.registry import DDPPO_RELEASE_URL, ModelEntry
 

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from navzoo.errors import UnknownModelError
-from navzoo.models.configuration import GOAL_SENSOR, PolicyConfig
+from navzoo.models.configuration import PolicyConfig
 from navzoo.models.metadata import ModelMetadata, training_records
 from navzoo.models.weights import read_config
+from navzoo.names import GOAL_SENSOR
 
 DDPPO_PAPER = (
     "Wijmans et al., DD-PPO: Learning Near-Perfect PointGoal Navigators from 2.5 Billion Frames, ICLR 2020"

@@ -7,6 +7,7 @@ import torch
 
 from navzoo.agents.baselines import make_baseline
 from navzoo.evaluation import evaluate, summarize
+from navzoo.names import GOAL_SENSOR
 from navzoo.sim import MOVE_FORWARD, STOP, TURN_LEFT, BatchSim, SimConfig
 
 
@@ -94,7 +95,7 @@ def test_episode_ends_at_the_step_limit_without_success():
 def test_flee_reward_is_five_times_normalised_geodesic_gain():
     sim = BatchSim(SimConfig(task="flee", num_envs=8, sensors=(), seed=2))
     obs = sim.reset()
-    assert "pointgoal_with_gps_compass" not in obs
+    assert GOAL_SENSOR not in obs
     start = sim.pos.clone()
     scale = sim.pool.field_max[sim.field]
     total = torch.zeros(8)
