@@ -48,7 +48,7 @@ OPENS_AT_ONCE = 4
 DRAWS_AT_ONCE = 8
 QUEUE_SIZE = 64
 # System fonts only: the default theme's web fonts would be one more thing to fetch.
-THEME = gr.themes.Base(
+THEME = gr.Theme(
     font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "Consolas", "monospace"]
 )
 CSS = """

@@ -48,7 +48,7 @@ def _run(args) -> None:
     set_threads(args.threads)
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # read when gradio is imported
     try:
-        from navzoo.demo.app import build_app, launch
+        from .app import build_app, launch
     except ImportError as err:
         hint = f"an install with gradio: pip install 'navzoo[demo]' ({err})"
         raise ConfigError("demo", "navzoo demo", hint) from None

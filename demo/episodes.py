@@ -12,6 +12,7 @@ from navzoo.demo.sources import MAX_RESOLUTION, Sources
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.evaluation import AgentEntry, evaluate, sim_config_for
 from navzoo.evaluation.replay import Replay, make_replay
+from navzoo.models import PolicyArchitecture
 from navzoo.names import ACTION_MODES
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
@@ -85,7 +86,7 @@ def sim_config(agent: AgentEntry, task: str, split: str, seed: int = 0, device: 
     agent cannot do the task."""
     name = task_id(task)
     if agent.policy is not None:
-        _check_camera(agent)
+        _check_camera(agent.label, agent.policy.config)
         if name != agent.policy.task:  # said in the page's words: pick the task
             trained_for = get_task(agent.policy.task).label
             raise ConfigError(
@@ -97,14 +98,13 @@ def sim_config(agent: AgentEntry, task: str, split: str, seed: int = 0, device: 
     return sim_config_for(agent, name, split, num_envs=1, seed=int(seed), device=device)
 
 
-def _check_camera(agent: AgentEntry) -> None:
+def _check_camera(label: str, config: PolicyArchitecture) -> None:
     """Refuse, before running, a model whose cameras are larger than the demo shows."""
-    config = agent.policy.config
-    if config.visual_sensors and max(config.resolution) > MAX_RESOLUTION:
+    if config.resolution is not None and max(config.resolution) > MAX_RESOLUTION:  # None: no camera
         raise ConfigError(
             "resolution",
             tuple(config.resolution),
-            f"cameras up to {MAX_RESOLUTION}x{MAX_RESOLUTION} in the demo: model {agent.label!r} was built "
+            f"cameras up to {MAX_RESOLUTION}x{MAX_RESOLUTION} in the demo: model {label!r} was built "
             "for larger ones (evaluate it with `navzoo eval` instead)",
         )
 
@@ -124,14 +124,14 @@ def run_episode(
     index = int(index)
     sim = BatchSim(config, episodes=[chosen])
     try:
-        model = None
+        model, action_mode = None, None
         if agent.policy is not None:
             runner = PolicyAgent(agent.policy, 1, deterministic=mode == "deterministic", seed=seed)
-            model, mode = runner.describe(), runner.mode
+            model, action_mode = runner.describe(), runner.mode
         else:
-            runner, mode = make_baseline(agent.source, sim, seed=seed), None
+            runner = make_baseline(agent.source, sim, seed=seed)
         result = evaluate(sim, runner, 1, progress=False)[0]
-        replay = make_replay(sim, result, agent.label, model, mode)
+        replay = make_replay(sim, result, agent.label, model, action_mode)
     finally:
         sim.close()
     # The simulator held this one episode; the replay names it by its index in the split.

@@ -110,8 +110,11 @@ def model_card(
 
 def _summary(name: str, config: dict[str, Any], task: CardText) -> str:
     model = config_from_dict(config["architecture"])
-    sensors = model.visual_sensors
-    seeing = f"{'+'.join(sensors)} at {model.resolution[0]}x{model.resolution[1]}" if sensors else "blind"
+    if model.resolution is None:  # no camera
+        seeing = "blind"
+    else:
+        height, width = model.resolution
+        seeing = f"{'+'.join(model.visual_sensors)} at {height}x{width}"
     if model.has_goal:
         seeing += " + GPS+Compass"
     memory = f"{model.num_recurrent_layers}-layer {model.rnn_type} with {model.hidden_size} units"
@@ -223,6 +226,11 @@ ALGORITHMS = {
 }
 
 
+def _algorithm(name: str, teacher: str) -> str:
+    """A stage's algorithm in the card's words (an unknown one by its name)."""
+    return ALGORITHMS.get(name, name).format(teacher=teacher)
+
+
 def _stages(provenance: dict[str, Any]) -> str:
     """The training recipe stage by stage, earliest first: an imitation run fine-tuned by DD-PPO (in the same
     run, or by another started from it with init_from) reads "imitation of the map-planner teacher ... for
@@ -240,7 +248,7 @@ def _stages(provenance: dict[str, Any]) -> str:
     stages = [stage for run in reversed(runs) for stage in run]
     return ", then ".join(
         ("with the " + " and ".join(added) + " sensor added as an input, " if added else "")
-        + f"{ALGORITHMS.get(s['algorithm'], s['algorithm']).format(teacher=teacher)} for "
+        + f"{_algorithm(s['algorithm'], teacher)} for "
         f"{s.get('frames') or 0:,} frames ({_duration(s.get('wall_time_s') or 0)})"
         for s, teacher, added in stages
     )

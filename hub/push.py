@@ -183,11 +183,12 @@ def upload(
     except HFValidationError as err:
         raise HubError(f"{repo_id!r} is not a valid Hub repository id ({err}); use 'org/name'") from None
     except HfHubHTTPError as err:
-        status = err.response.status_code if err.response is not None else None
-        hint = {
-            401: "log in with `hf auth login`, set HF_TOKEN, or pass --token",
-            403: "the token cannot write here: use a write token of a member of the organisation",
-        }.get(status, "check the repository id and your connection, then push again")
+        hint = "check the repository id and your connection, then push again"
+        if err.response is not None:  # older huggingface_hub versions may raise it without one
+            hint = {
+                401: "log in with `hf auth login`, set HF_TOKEN, or pass --token",
+                403: "the token cannot write here: use a write token of a member of the organisation",
+            }.get(err.response.status_code, hint)
         raise HubError(f"uploading to {repo_id} failed ({err}); {hint}") from None
 
 

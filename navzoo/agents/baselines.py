@@ -16,7 +16,7 @@ import torch
 from navzoo.agents.draws import keyed_uniform
 from navzoo.agents.steering import steer
 from navzoo.errors import ConfigError
-from navzoo.names import GOAL_BASELINES
+from navzoo.names import GOAL_BASELINES, GOAL_SENSOR
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from navzoo.sim.seen_map import NEAR_GOAL, PLAN_MARGIN, SeenMap
@@ -42,7 +42,7 @@ class BaselineAgent:
     def _goal_reached(self, obs) -> torch.Tensor:
         if not self.sim.task.has_goal:  # Flee and Explore have no goal: these agents never stop
             return torch.zeros(self.sim.num_envs, dtype=torch.bool, device=self.sim.device)
-        return obs["pointgoal_with_gps_compass"][:, 0] <= self.sim.config.success_distance
+        return obs[GOAL_SENSOR][:, 0] <= self.sim.config.success_distance
 
 
 class RandomAgent(BaselineAgent):
@@ -75,7 +75,7 @@ class GoalFollowerAgent(BaselineAgent):
     name = "goal-follower"
 
     def act(self, obs, first):
-        phi = obs["pointgoal_with_gps_compass"][:, 1]  # positive: goal to the right
+        phi = obs[GOAL_SENSOR][:, 1]  # positive: goal to the right
         half_turn = math.radians(self.sim.config.turn_angle) / 2
         action = torch.where(
             phi > half_turn, TURN_RIGHT, torch.where(phi < -half_turn, TURN_LEFT, MOVE_FORWARD)
@@ -131,7 +131,7 @@ class MapPlannerAgent(BaselineAgent):
             )
         # With the seen_map sensor the simulator keeps this map itself, mapping each step as it goes.
         self.shares_map = sim.seen_map is not None
-        self.map = sim.seen_map.map if self.shares_map else SeenMap(sim)
+        self.map = SeenMap(sim) if sim.seen_map is None else sim.seen_map.map
 
     def act(self, obs, first):
         actions, _ = self.plan(obs["depth"], first)

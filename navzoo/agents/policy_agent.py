@@ -14,7 +14,7 @@ import torch
 
 from navzoo.agents.draws import keyed_uniform
 from navzoo.errors import ConfigError
-from navzoo.models import NavigationPolicy, PolicyArchitecture
+from navzoo.models import ActorCritic, PolicyArchitecture, PolicyConfig
 from navzoo.names import SEEN_MAP
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import get_task
@@ -28,7 +28,7 @@ class PolicyAgent:
     for the observations just acted on.
     """
 
-    def __init__(self, policy: NavigationPolicy, num_envs: int, deterministic: bool = False, seed: int = 0):
+    def __init__(self, policy: ActorCritic, num_envs: int, deterministic: bool = False, seed: int = 0):
         self.policy = policy
         self.name = policy.name or "policy"
         self.deterministic = deterministic
@@ -105,6 +105,7 @@ def sim_settings(config: PolicyArchitecture) -> dict:
     the seen_map sensor's size where it reads that."""
     if config.is_blind:
         return {"sensors": ()}
+    assert config.resolution is not None  # a policy with cameras has their size
     settings = {"sensors": config.visual_sensors, "resolution": tuple(config.resolution)}
     if SEEN_MAP in config.sensors:
         settings.update(_seen_map_settings(config), sensors=(*config.visual_sensors, SEEN_MAP))
@@ -112,6 +113,7 @@ def sim_settings(config: PolicyArchitecture) -> dict:
 
 
 def _seen_map_settings(config: PolicyArchitecture) -> dict:
+    assert isinstance(config, PolicyConfig)  # the one architecture that reads a seen_map
     return {"seen_map_size": config.seen_map_size, "seen_map_cell": config.seen_map_cell}
 
 
@@ -138,8 +140,9 @@ def check_sim_config(
             f"sensors including {', '.join(missing)}: {label} reads {wanted}; give sensors {wanted}, or "
             "leave the sensors unset to use the model's own",
         )
-    if config.visual_sensors and tuple(config.resolution) != sim_config.resolution:
-        h, w = config.resolution
+    resolution = config.resolution  # None without cameras
+    if resolution is not None and tuple(resolution) != sim_config.resolution:
+        h, w = resolution
         raise ConfigError(
             "resolution",
             sim_config.resolution,

@@ -34,7 +34,19 @@ AHEAD = np.array([round(d / MARCH) - 1 for d in LOOKAHEAD], np.int64)
 GOAL_FRACTIONS = np.linspace(0, 1, GOAL_SAMPLES, dtype=np.float32)
 
 
-def steer(heights, cell_size, fields, nav_cell, slots, field, pos, heading, goal, config, hop_radius=0.0):
+def steer(
+    heights,
+    cell_size,
+    fields,
+    nav_cell,
+    slots,
+    field,
+    pos,
+    heading,
+    goal,
+    config,
+    hop_radius: float | np.floating = 0.0,
+):
     """(actions [N], bearings [N], costs [N], cells [N]) of the straight-line walk to `goal` [N, 2] from
     `pos` [N, 2] facing `heading` [N] (numpy), over map `heights[slots]` and distance field
     `fields[field]`; `config` is the simulator's SimConfig (agent radius, step, turn, success distance).

@@ -24,6 +24,7 @@ from tqdm import tqdm
 from navzoo.agents.draws import episode_key
 from navzoo.errors import ConfigError
 from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.episodes import Episode
 from navzoo.tasks import TASKS, get_task
 
 _TRAJECTORY_FIELDS = ("positions", "headings", "actions", "rewards", "values", "action_probs")
@@ -64,18 +65,24 @@ class EpisodeResult:
         return {k: v for k, v in asdict(self).items() if k not in skip}
 
 
+def fixed_episodes(sim: BatchSim) -> list[Episode]:
+    """`sim`'s fixed episode list; ConfigError for a simulator that samples training episodes instead."""
+    if sim.episodes is None:
+        raise ConfigError("split", sim.config.split, "'val' or 'test' (or an episodes_file) for evaluation")
+    return sim.episodes
+
+
 def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> list[EpisodeResult]:
     """Run `agent` until each of the first `num_episodes` episodes of `sim`'s fixed set has ended once."""
-    if not sim.fixed:
-        raise ConfigError("split", sim.config.split, "'val' or 'test' (or an episodes_file) for evaluation")
-    if not 0 < num_episodes <= len(sim.episodes):
-        raise ConfigError("episodes", num_episodes, f"1 .. {len(sim.episodes)} (episodes in this set)")
+    episodes = fixed_episodes(sim)
+    if not 0 < num_episodes <= len(episodes):
+        raise ConfigError("episodes", num_episodes, f"1 .. {len(episodes)} (episodes in this set)")
     obs = sim.reset(seed=sim.config.seed)  # reseeding restarts the episode order at episode 0
     trails = _Trajectories(sim)
     running = sim.episode_index.clone()
     first = torch.ones(sim.num_envs, dtype=torch.bool, device=sim.device)
     keyed = "keys" in inspect.signature(agent.act).parameters
-    episode_keys = torch.tensor([episode_key(e) for e in sim.episodes], device=sim.device)
+    episode_keys = torch.tensor([episode_key(e) for e in episodes], device=sim.device)
     results: dict[int, EpisodeResult] = {}
     bar = tqdm(total=num_episodes, desc="episodes", unit="ep", disable=not progress, leave=False)
     while len(results) < num_episodes:
@@ -89,12 +96,12 @@ def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> 
         end_pos = sim.pos if ended is None else torch.where(done[:, None], ended["position"], sim.pos)
         end_heading = sim.heading if ended is None else torch.where(done, ended["heading"], sim.heading)
         trails.record(actions, rewards, end_pos, end_heading, value, probs)
-        for i in torch.nonzero(done).squeeze(1).tolist():
-            index = int(running[i])
-            if index < num_episodes and index not in results:
-                results[index] = _result(sim, index, ended, i, trails.episode(i))
-                bar.update(1)
-        if ended is not None:
+        if ended is not None:  # some episodes ended (BatchSim.step reports them only then)
+            for i in torch.nonzero(done).squeeze(1).tolist():
+                index = int(running[i])
+                if index < num_episodes and index not in results:
+                    results[index] = _result(sim, index, episodes[index], ended, i, trails.episode(i))
+                    bar.update(1)
             trails.restart(done, sim.pos, sim.heading)
             running = torch.where(done, sim.episode_index, running)
         first = done
@@ -155,21 +162,27 @@ class _Trajectories:
         }
 
 
-def _result(sim: BatchSim, index: int, ended: dict, env: int, trajectory: dict) -> EpisodeResult:
-    episode = sim.episodes[index]
+def _result(
+    sim: BatchSim, index: int, episode: Episode, ended: dict[str, torch.Tensor], env: int, trajectory: dict
+) -> EpisodeResult:
+    def value(key: str) -> float:
+        return float(ended[key][env])
 
-    def value(key: str) -> float | int:
-        return (int if key in _COUNTS else float)(ended[key][env])
+    def count(key: str) -> int:
+        return int(ended[key][env])
+
+    def metric(key: str) -> float | int:
+        return count(key) if key in _COUNTS else value(key)
 
     return EpisodeResult(
         episode_index=index,
         episode_id=episode.episode_id,
         scene_id=episode.scene_id,
         path_length=value("path_length"),
-        collisions=value("collisions"),
-        num_steps=value("num_steps"),
+        collisions=count("collisions"),
+        num_steps=count("num_steps"),
         episode_return=value("episode_return"),
         task=sim.task.name,
-        **{name: value(name) for name in sim.task.episode_fields},
+        **{name: metric(name) for name in get_task(sim.task.name).episode_fields},
         **trajectory,
     )

@@ -20,20 +20,17 @@ import json
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from navzoo import __version__
 from navzoo.errors import ConfigError, ReplayError
+from navzoo.evaluation.episodes import EpisodeResult, fixed_episodes
 from navzoo.names import CAMERAS
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode
-
-if TYPE_CHECKING:
-    from navzoo.evaluation.episodes import EpisodeResult
 
 FORMAT = "navzoo-replay"
 FORMAT_VERSION = 1
@@ -82,7 +79,7 @@ def make_replay(
         action_mode=action_mode,
         sim_config=config,
         episode_index=result.episode_index,
-        episode=sim.episodes[result.episode_index],
+        episode=fixed_episodes(sim)[result.episode_index],
         positions=result.positions,
         headings=result.headings,
         actions=result.actions,
@@ -215,9 +212,14 @@ def _mib(size: int) -> str:
 def _replay_from_dict(data: dict, config: SimConfig) -> Replay:
     trajectory = data["trajectory"]
 
-    def array(name: str, dtype) -> np.ndarray | None:
+    def array(name: str, dtype) -> np.ndarray:
         value = trajectory[name]
-        return None if value is None else np.asarray(value, dtype=dtype)
+        if value is None:
+            raise ValueError(f"trajectory {name} is null")
+        return np.asarray(value, dtype=dtype)
+
+    def optional_array(name: str, dtype) -> np.ndarray | None:  # values and action_probs
+        return None if trajectory[name] is None else array(name, dtype)
 
     episode = data["episode"]
     replay = Replay(
@@ -231,8 +233,8 @@ def _replay_from_dict(data: dict, config: SimConfig) -> Replay:
         headings=array("headings", np.float32),
         actions=array("actions", np.int64),
         rewards=array("rewards", np.float32),
-        values=array("values", np.float32),
-        action_probs=array("action_probs", np.float32),
+        values=optional_array("values", np.float32),
+        action_probs=optional_array("action_probs", np.float32),
         metrics=dict(data["metrics"]),
     )
     _check_shapes(replay)

@@ -146,7 +146,9 @@ class ReplayView:
         draw = ImageDraw.Draw(canvas)
         caption = max(16, height // 18)
         pad = max(4, height // 80)
-        font = ImageFont.load_default(size=int(caption * 0.6))
+        # Pillow without FreeType gives its bitmap font, which has no `size` and ignores the one asked for.
+        font_size = int(caption * 0.6)
+        font = ImageFont.load_default(size=font_size)
         views = list(zip(self.view_names(), self.observation_images(t).values(), strict=True))
         box_w = width // 3 - pad
         box_h = (height - caption - pad * (len(views) + 1)) // max(len(views), 1)
@@ -157,7 +159,7 @@ class ReplayView:
             canvas.paste(placed, (x, y))
             label = name.split(" ")[0]
             draw.rectangle(
-                (x, y, x + draw.textlength(label, font=font) + 8, y + font.size + 6), fill=BACKGROUND
+                (x, y, x + draw.textlength(label, font=font) + 8, y + font_size + 6), fill=BACKGROUND
             )
             draw.text((x + 4, y + 3), label, fill=TEXT, font=font)
             y += placed.height + pad
@@ -170,7 +172,7 @@ class ReplayView:
         text = self.caption(t)
         while text and draw.textlength(text, font=font) > width - 2 * pad:  # long agent names
             text = text[:-2] + "…"
-        draw.text((pad, height - caption + (caption - font.size) // 2), text, fill=TEXT, font=font)
+        draw.text((pad, height - caption + (caption - font_size) // 2), text, fill=TEXT, font=font)
         return np.asarray(canvas)
 
     def caption(self, step: int) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from navzoo.errors import ConfigError
-from navzoo.evaluation.episodes import EpisodeResult
+from navzoo.evaluation.episodes import EpisodeResult, fixed_episodes
 from navzoo.evaluation.topdown import draw_topdown, shortest_path
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import Task, get_task
@@ -77,7 +77,7 @@ def summarize(results: list[EpisodeResult]) -> dict:
     task = _task_of(results)
     if task.has_goal:
         return _pointgoal_summary(results)
-    summary = {"episodes": len(results)}
+    summary: dict[str, float] = {"episodes": len(results)}
     for metric, _ in task.metrics:
         summary[metric], summary[f"{metric}_ci95"] = mean_ci([getattr(r, metric) for r in results])
     return {**summary, **_motion(results)}
@@ -90,15 +90,21 @@ def _task_of(results: list[EpisodeResult]) -> Task:
     return get_task(tasks.pop() if tasks else "pointnav")
 
 
+def _goal_metric(value: float | None) -> float:
+    """A metric of a task with a goal, which every episode of such a task has (evaluate records it)."""
+    assert value is not None, "an episode of a task with a goal lacks its goal metrics"
+    return value
+
+
 def _pointgoal_summary(results: list[EpisodeResult]) -> dict:
     by_distance = []
     for lo, hi in itertools.pairwise(DISTANCE_BINS):
-        chosen = [r for r in results if lo <= r.geodesic_distance < hi]
+        chosen = [r for r in results if lo <= _goal_metric(r.geodesic_distance) < hi]
         if chosen:
             by_distance.append({"min_geodesic": lo, "max_geodesic": hi, **_rates(chosen)})
     return {
         **_rates(results),
-        "distance_to_goal": float(np.mean([r.distance_to_goal for r in results])),
+        "distance_to_goal": float(np.mean([_goal_metric(r.distance_to_goal) for r in results])),
         **_motion(results),
         "by_distance": by_distance,
     }
@@ -197,9 +203,10 @@ def _bin_counts(summary: dict, bins: list[tuple[float, float]]) -> np.ndarray:
 def episode_map(sim: BatchSim, result: EpisodeResult, cell_pixels: int = 8) -> np.ndarray:
     """Top-down picture of an evaluated episode: map, trajectory and start, and for PointGoal the goal and
     the shortest path to it (Flee and Explore have no goal)."""
+    episode = fixed_episodes(sim)[result.episode_index]
     table = sim.pool.episodes
     assets = sim.pool.assets[int(table["slot"][result.episode_index])]
-    episode = sim.episodes[result.episode_index]
+    assert assets is not None  # every slot holds a scene once the pool is built
     goal, path = None, None
     if get_task(result.task).has_goal:
         rows, cols = assets.nav.shape

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -130,7 +131,7 @@ def sim_config_for(
 
 
 def run(
-    agents: list[str | AgentEntry] = (),
+    agents: Sequence[str | AgentEntry] = (),
     *,
     task: str | None = None,
     split: str = "val",

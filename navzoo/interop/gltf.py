@@ -99,4 +99,5 @@ def srgb_to_linear(rgb: tuple[int, int, int]) -> tuple[float, float, float]:
     """An 8-bit sRGB colour as glTF's linear baseColorFactor."""
     c = np.asarray(rgb, dtype=np.float64) / 255
     linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
-    return tuple(float(v) for v in linear)
+    red, green, blue = (float(v) for v in linear)
+    return red, green, blue

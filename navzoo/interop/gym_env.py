@@ -19,7 +19,7 @@ TimeLimit (the spec's 500 steps, or N) is then the one limit, and the last info 
 metrics. ``make_vec`` passes N to the simulator itself. Either way episodes end at N with their metrics.
 """
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -31,7 +31,7 @@ from PIL import Image
 
 from navzoo.errors import ConfigError
 from navzoo.evaluation.topdown import draw_topdown
-from navzoo.names import SEEN_MAP, SEEN_MAP_CHANNELS
+from navzoo.names import GOAL_SENSOR, SEEN_MAP, SEEN_MAP_CHANNELS
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import ACTION_NAMES, SimConfig
 from navzoo.tasks import get_task
@@ -55,7 +55,7 @@ def observation_space(config: SimConfig) -> spaces.Dict:
     if get_task(config.task).has_goal:
         low = np.array([0.0, -np.pi], dtype=np.float32)
         high = np.array([np.finfo(np.float32).max, np.pi], dtype=np.float32)
-        parts["pointgoal_with_gps_compass"] = spaces.Box(low, high, (2,), np.float32)
+        parts[GOAL_SENSOR] = spaces.Box(low, high, (2,), np.float32)
     return spaces.Dict(parts)
 
 
@@ -82,7 +82,8 @@ def check_reset_options(options: dict | None, allowed: tuple[str, ...]) -> dict:
 
 
 class NavVectorEnv(VectorEnv):
-    metadata: ClassVar[dict] = {
+    # An instance attribute, as gymnasium declares it: each environment sets its own autoreset_mode.
+    metadata: dict[str, Any] = {  # noqa: RUF012
         "autoreset_mode": AutoresetMode.NEXT_STEP,
         "render_modes": ["rgb_array"],
         "render_fps": RENDER_FPS,
@@ -112,7 +113,8 @@ class NavVectorEnv(VectorEnv):
         # the next step (NEXT_STEP) or once reset (DISABLED); until then they do not act.
         self._waiting = np.zeros(self.num_envs, dtype=bool)
         self._trails = [[] for _ in range(self.num_envs)]  # poses of the episode each env shows
-        self._scenes = [(0, None)] * self.num_envs  # and its (scene slot, goal), which outlive a reset
+        # the (scene slot, goal) of the episode each env shows, which outlive a reset
+        self._scenes: list[tuple[int, list[float] | None]] = [(0, None)] * self.num_envs
         self._last_obs: dict[str, np.ndarray] = {}
         self._metrics: dict[str, torch.Tensor] = {}  # the last step's BatchSim info["metrics"], for NavEnv
 
@@ -135,7 +137,7 @@ class NavVectorEnv(VectorEnv):
             fresh = np.flatnonzero(mask & ~self._waiting)
             obs = self.sim.reset(envs=torch.as_tensor(fresh)) if len(fresh) else self.sim.observe()
             self._waiting[mask] = False
-            envs = np.flatnonzero(mask)
+            envs = np.flatnonzero(mask).tolist()
         for i in envs:
             self._begin_trail(i)
         self._last_obs = _to_numpy(obs)
@@ -210,6 +212,7 @@ class NavVectorEnv(VectorEnv):
     def _frame(self, i: int) -> np.ndarray:
         slot, goal = self._scenes[i]
         assets = self.sim.pool.assets[slot]
+        assert assets is not None  # every slot holds a scene once the pool is built
         trail = np.asarray(self._trails[i] or [self._pose(i)], dtype=np.float64)
         top = draw_topdown(assets.scene, assets.nav, trail[:, :2], goal, headings=trail[:, 2])
         views = [_camera_image(key, value[i]) for key, value in self._last_obs.items() if value.ndim == 4]
@@ -302,7 +305,7 @@ class NavEnv(gym.Env):
         if not self.action_space.contains(int(action)):
             raise gym.error.InvalidAction(f"action must be one of 0..3 {ACTION_NAMES}, got {action!r}")
         obs, reward, terminated, truncated, info = self.batch.step(np.array([int(action)]))
-        step_info = {"collided": bool(info["collided"][0])}
+        step_info: dict[str, Any] = {"collided": bool(info["collided"][0])}
         # The metrics so far at every step, so whichever limit ends the episode, the simulator's or a
         # TimeLimit wrapper's, its last info has them; an ended episode's also say where it ended.
         step_info.update({k: v[0].tolist() for k, v in self.batch._metrics.items()})

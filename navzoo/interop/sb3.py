@@ -82,17 +82,21 @@ class NavVecEnv(VecEnv):
         return [None] * self.num_envs if frames is None else list(frames)
 
     def get_attr(self, attr_name, indices=None):
-        return [getattr(self.venv, attr_name)] * len(self._get_indices(indices))
+        return [getattr(self.venv, attr_name)] * self._count(indices)
 
     def set_attr(self, attr_name, value, indices=None) -> None:
         setattr(self.venv, attr_name, value)
 
     def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
         result = getattr(self.venv, method_name)(*method_args, **method_kwargs)
-        return [result] * len(self._get_indices(indices))
+        return [result] * self._count(indices)
 
     def env_is_wrapped(self, wrapper_class, indices=None):
-        return [False] * len(self._get_indices(indices))
+        return [False] * self._count(indices)
+
+    def _count(self, indices) -> int:
+        """How many environments sb3's `indices` name (None: all; an int; or any iterable of ints)."""
+        return len(list(self._get_indices(indices)))
 
 
 class NavzooFeaturesExtractor(BaseFeaturesExtractor):
@@ -109,15 +113,17 @@ class NavzooFeaturesExtractor(BaseFeaturesExtractor):
         net = PointNavNet(policy_config)
         visual = policy_config.hidden_size if net.visual_encoder is not None else 0
         seen_map = MAP_EMBEDDING_SIZE if net.map_encoder is not None else 0
-        goal = net.tgt_embeding.out_features if GOAL_SENSOR in policy_config.sensors else 0
+        goal_embedding = net.tgt_embeding if GOAL_SENSOR in policy_config.sensors else None
+        goal = 0 if goal_embedding is None else goal_embedding.out_features
         super().__init__(observation_space, features_dim=visual + seen_map + goal)
         self.visual_encoder, self.visual_fc = net.visual_encoder, net.visual_fc
         self.map_encoder = net.map_encoder
-        self.tgt_embeding = net.tgt_embeding if goal else None
+        self.tgt_embeding = goal_embedding
 
     def forward(self, observations: dict[str, torch.Tensor]) -> torch.Tensor:
         parts = []
         if self.visual_encoder is not None:
+            assert self.visual_fc is not None  # PointNavNet builds them together
             parts.append(self.visual_fc(self.visual_encoder(observations)))
         if self.map_encoder is not None:
             parts.append(self.map_encoder(observations[SEEN_MAP]))

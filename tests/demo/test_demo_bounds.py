@@ -27,7 +27,7 @@ gradio_client = pytest.importorskip(
 
 import navzoo.evaluation.replay_view  # noqa: E402
 from navzoo.demo import app as demo_app  # noqa: E402
-from navzoo.demo.episodes import Agent, sim_config  # noqa: E402
+from navzoo.demo.episodes import AgentEntry, sim_config  # noqa: E402
 from navzoo.demo.sources import MAX_REPLAY_BYTES, MAX_RESOLUTION, MAX_STEPS, Sources  # noqa: E402
 from navzoo.evaluation.replay_view import FRAME_CACHE, ReplayView  # noqa: E402
 
@@ -134,7 +134,7 @@ def test_deeply_nested_json_is_refused(tmp_path):
 def test_a_model_with_larger_cameras_is_refused_before_running():
     large = navzoo.create_model("bps-se-resnet9", resolution=(260, 260), hidden_size=16, base_planes=8)
     with pytest.raises(ConfigError, match=r"resolution=\(260, 260\).*up to 256x256 in the demo"):
-        sim_config(Agent("large", "large", large), "PointGoal", "val")
+        sim_config(AgentEntry("large", "large", large), "PointGoal", "val")
 
 
 # --- rendering when shown -----------------------------------------------------------------------------
