@@ -31,7 +31,7 @@ from torch import nn
 import navzoo
 from navzoo.models import GOAL_SENSOR, PointNavPolicy
 from navzoo.sim import BatchSim, SimConfig
-from navzoo.train.config import apply_override
+from navzoo.train.overrides import apply_override
 
 ARCHITECTURES = [
     "pointnav-resnet18",

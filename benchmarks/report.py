@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from navzoo.train.machine import describe_machine
+
 BENCHMARKS = Path(__file__).parent
 RESULTS = BENCHMARKS / "results"
 MISSING = "-"  # a cell without a value
@@ -21,23 +23,16 @@ MISSING = "-"  # a cell without a value
 
 def machine_info(device: str = "cpu") -> dict[str, Any]:
     """CPU model and cores (and the GPUs on CUDA), the library versions that decide the speed and the
-    navzoo commit measured."""
-    info: dict[str, Any] = {
-        "cpu": _cpu_name(),
-        "cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-    }
+    navzoo commit measured: the machine as a trained model records it (describe_machine), and more."""
+    info: dict[str, Any] = {"cpu": _cpu_name(), **describe_machine(device)}
+    info["torch_threads"] = torch.get_num_threads()
     try:
         import numba
 
         info["numba"] = numba.__version__
     except ImportError:
         pass
-    if device.startswith("cuda") and torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    if "gpu" in info:
         info["gpu_count"] = torch.cuda.device_count()
     with contextlib.suppress(OSError, subprocess.CalledProcessError):
         info["navzoo_commit"] = subprocess.run(

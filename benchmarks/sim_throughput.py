@@ -194,7 +194,7 @@ def main() -> None:
         ("first call s", "first_call_s"),
         ("peak RSS MB", "peak_rss_mb"),
     ]
-    print(f"\nBatchSim.step on {machine['cpu']} ({machine['cores']} cores), torch {machine['torch']}\n")
+    print(f"\nBatchSim.step on {machine['cpu']} ({machine['cpu_count']} cores), torch {machine['torch']}\n")
     print(markdown_table(columns, rows))
     if cold:
         print("\nFirst call (reset and step) with empty compile caches, as after a fresh install:\n")

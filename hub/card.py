@@ -240,7 +240,7 @@ def _stages(provenance: dict[str, Any]) -> str:
     for record in training_records(provenance):
         config = record.get("train_config") or {}
         algorithm = record.get("algorithm") or config.get("algorithm", "ppo")
-        # Records from before the teacher was a choice imitated the shortest path.
+        # A record that names no teacher used the default one, the shortest path.
         teacher = record.get("teacher") or (config.get("imitation") or {}).get("teacher") or "shortest-path"
         stages = record.get("stages") or [{**record, "algorithm": algorithm}]
         added = (record.get("initialised_from") or {}).get("added_inputs") or []

@@ -12,13 +12,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from navzoo.errors import ConfigError, closest
 
 
 class Config:
     """Mixin of a frozen config dataclass: from_dict, to_dict and replace."""
+
+    # What @dataclass gives each subclass (and what the dataclasses functions below need).
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     @classmethod
     def from_dict(cls, data: Any, block: str = "") -> Self:
@@ -60,6 +63,12 @@ def check_keys(kind: type, data: Any, block: str = "") -> None:
         raise ConfigError(
             block or "config", sorted(data, key=str), f"a mapping that sets {missing[0]} ({listed})"
         )
+
+
+def one_of(name: str, value: Any, allowed: tuple) -> None:
+    """ConfigError naming `name` unless `value` is one of `allowed`."""
+    if value not in allowed:
+        raise ConfigError(name, value, allowed)
 
 
 def _key(block: str, key: object) -> str:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from navzoo.errors import ConfigError, closest
-from navzoo.train.config_options import (
-    HABITAT_KEYS_HELP,
-    add_config_options,
-    config_overrides,
-    preset_names,
-    print_config,
-)
+from navzoo.train.options_cli import HABITAT_KEYS_HELP, add_config_options, config_overrides, print_config
+from navzoo.train.presets import preset_names
+
+if TYPE_CHECKING:  # the training stack is imported when the command runs
+    from navzoo.train.config import TrainConfig
 
 
 def register(subparsers) -> None:
@@ -51,7 +50,8 @@ def register(subparsers) -> None:
 
 def _run(args) -> int:
     from navzoo.train.config import load_config
-    from navzoo.train.trainer import CONFIG_FILE, config_summary, train
+    from navzoo.train.run_folder import CONFIG_FILE
+    from navzoo.train.trainer import train
 
     _check_preset_name(args.config)
     if args.run_dir is None and not (args.print_config and not args.resume):
@@ -83,7 +83,7 @@ def _run(args) -> int:
         )
     main_worker = os.environ.get("RANK", "0") == "0"
     if main_worker:
-        print(f"navzoo train: {config_summary(config)} -> {run_dir}")
+        print(f"navzoo train: {_summary(config)} -> {run_dir}")
     result = train(config, run_dir, resume=args.resume, overwrite=args.overwrite)
     if not main_worker:
         return 0
@@ -100,3 +100,13 @@ def _check_preset_name(source: str | None) -> None:
         return
     if close := closest(source, preset_names()):
         raise ConfigError("config", source, "a YAML file or a preset", suggestion=close)
+
+
+def _summary(config: TrainConfig) -> str:
+    """One line of what the run trains: the model, its backbone and cameras, the task and the sizes."""
+    policy = config.policy_config()
+    return (
+        f"{config.model} ({policy.backbone or 'blind'}, {'+'.join(policy.sensors)}), {config.sim.task}, "
+        f"{config.sim.num_envs} envs x {config.ppo.num_steps} steps per worker, "
+        f"{config.total_frames:,} frames"
+    )

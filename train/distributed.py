@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 from navzoo.errors import ConfigError
-from navzoo.train.config import DistributedConfig
+from navzoo.train.config_blocks import DistributedConfig
 
 
 @dataclass

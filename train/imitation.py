@@ -1,7 +1,7 @@
 """Imitation of a teacher, DAgger-style (Ross et al. 2011), inside the trainer.
 
 The embedded simulator knows every scene's distance field, so a teacher can label every step of every
-rollout with the action it would take there (navzoo.train.teacher): the shortest-path oracle, which knows
+rollout with the action it would take there (navzoo.train.teacher): the shortest-path teacher, which knows
 the whole map, or the map-planner, which knows what the agent has seen. The learner drives; a random share
 of the steps is driven by the teacher instead (DAgger's mixture policy), and that share decays over
 training. The update clones the labels over the rollout's whole sequences, several epochs of
@@ -10,7 +10,7 @@ critic learns the rollout's returns meanwhile, so that DD-PPO fine-tuning of the
 a useful value function (PIRLNav, Ramrakhya et al. 2023).
 
 `cloning_loss`, `imitation_losses`, `inflection_weights`, `bearing_loss`, `depth_loss` and `map_loss` are the
-maths, small enough to check by hand; `DAgger` is PPO's update with that loss; `OracleTeacher` labels the
+maths, small enough to check by hand; `DAgger` is PPO's update with that loss; `TeacherLabels` labels the
 steps and picks who drives.
 """
 
@@ -25,7 +25,7 @@ from torch import nn
 from navzoo.models.policy import ActorCritic, EvaluateResult
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import STOP
-from navzoo.train.config import ImitationConfig, PPOConfig
+from navzoo.train.config_blocks import ImitationConfig, PPOConfig
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
 from navzoo.train.teacher import TEACHERS
@@ -38,44 +38,44 @@ MAP_TARGET_CELL = 0.5  # ... each this many metres wide: 8 m x 8 m
 @dataclass
 class ImitationLosses:
     total: torch.Tensor
-    action: torch.Tensor  # weighted cross-entropy of the oracle's actions
-    early_stop: torch.Tensor  # mean -log(1 - p(stop)) where the oracle does not stop
+    action: torch.Tensor  # weighted cross-entropy of the teacher's actions
+    early_stop: torch.Tensor  # mean -log(1 - p(stop)) where the teacher does not stop
     value: torch.Tensor
-    oracle_prob: torch.Tensor  # mean probability the policy gives the oracle's action
-    early_stop_prob: torch.Tensor  # mean probability of stop where the oracle does not stop
+    teacher_prob: torch.Tensor  # mean probability the policy gives the teacher's action
+    early_stop_prob: torch.Tensor  # mean probability of stop where the teacher does not stop
 
 
-def inflection_weights(oracle_actions: torch.Tensor, masks: torch.Tensor, weight: float) -> torch.Tensor:
-    """[L, n] loss weights: `weight` where the oracle's action differs from its action one step earlier in
+def inflection_weights(teacher_actions: torch.Tensor, masks: torch.Tensor, weight: float) -> torch.Tensor:
+    """[L, n] loss weights: `weight` where the teacher's action differs from its action one step earlier in
     the same episode, or where an episode starts (masks False), 1 elsewhere. The first step of a sequence
     has no earlier label here, so it counts as an inflection only at an episode start."""
     changed = torch.zeros_like(masks)
-    changed[1:] = oracle_actions[1:] != oracle_actions[:-1]
+    changed[1:] = teacher_actions[1:] != teacher_actions[:-1]
     inflection = changed | ~masks
     return torch.where(inflection, weight, 1.0)
 
 
-def cloning_loss(action_log_probs: torch.Tensor, oracle_actions: torch.Tensor, weights: torch.Tensor):
-    """(the weighted mean of -log pi(oracle action) over [L, n] steps, -log pi(oracle action) [L, n]);
+def cloning_loss(action_log_probs: torch.Tensor, teacher_actions: torch.Tensor, weights: torch.Tensor):
+    """(the weighted mean of -log pi(teacher action) over [L, n] steps, -log pi(teacher action) [L, n]);
     `action_log_probs` is [L, n, A]."""
-    oracle_log_probs = action_log_probs.gather(-1, oracle_actions[..., None]).squeeze(-1)
-    return -(weights * oracle_log_probs).sum() / weights.sum(), oracle_log_probs
+    teacher_log_probs = action_log_probs.gather(-1, teacher_actions[..., None]).squeeze(-1)
+    return -(weights * teacher_log_probs).sum() / weights.sum(), teacher_log_probs
 
 
 def imitation_losses(
     action_log_probs: torch.Tensor,
-    oracle_actions: torch.Tensor,
+    teacher_actions: torch.Tensor,
     weights: torch.Tensor,
     values: torch.Tensor,
     returns: torch.Tensor,
     value_loss_coef: float,
     early_stop_weight: float = 0.0,
 ) -> ImitationLosses:
-    """Behaviour cloning: the weighted mean of -log pi(oracle action) over [L, n] steps (`action_log_probs`
+    """Behaviour cloning: the weighted mean of -log pi(teacher action) over [L, n] steps (`action_log_probs`
     is [L, n, A]), plus `early_stop_weight` times the mean -log(1 - pi(stop)) over the steps where the
-    oracle does not stop, plus the critic's squared error."""
-    action, oracle_log_probs = cloning_loss(action_log_probs, oracle_actions, weights)
-    going_on = oracle_actions != STOP
+    teacher does not stop, plus the critic's squared error."""
+    action, teacher_log_probs = cloning_loss(action_log_probs, teacher_actions, weights)
+    going_on = teacher_actions != STOP
     stop_prob = action_log_probs[..., STOP].exp()
     # Clamped so that a policy sure of stopping gives a large finite loss, not an infinite one.
     early = -torch.log1p(-stop_prob.clamp(max=1 - 1e-6))[going_on]
@@ -83,9 +83,9 @@ def imitation_losses(
     value = 0.5 * ((values - returns) ** 2).mean()
     total = action + early_stop_weight * early_stop + value_loss_coef * value
     with torch.no_grad():
-        oracle_prob = oracle_log_probs.exp().mean()
+        teacher_prob = teacher_log_probs.exp().mean()
         early_prob = stop_prob[going_on].mean() if early.numel() else action.new_zeros(())
-    return ImitationLosses(total, action, early_stop, value, oracle_prob, early_prob)
+    return ImitationLosses(total, action, early_stop, value, teacher_prob, early_prob)
 
 
 def bearing_loss(predicted: torch.Tensor, bearings: torch.Tensor) -> torch.Tensor:
@@ -155,37 +155,27 @@ class DAgger(PPO):
         super().__init__(policy, config, lr, device, distributed, heads)
         self.imitation = imitation
 
-    def load_state_dict(self, state: dict) -> None:
-        head = state.get("head")
-        if head is not None:  # runs checkpointed when the bearing head was the only one named it `linear`
-            head = {
-                ("bearing." + k[len("linear.") :] if k.startswith("linear.") else k): v
-                for k, v in head.items()
-            }
-            state = {**state, "head": head}
-        super().load_state_dict(state)
-
     def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         with self.autocast():
             values, _, _, action_log_probs, predictions = self.evaluator(
-                batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
+                batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.teacher_actions
             )
-        weights = inflection_weights(batch.oracle_actions, batch.masks, self.imitation.inflection_weight)
+        weights = inflection_weights(batch.teacher_actions, batch.masks, self.imitation.inflection_weight)
         losses = imitation_losses(
             action_log_probs.float(),
-            batch.oracle_actions,
+            batch.teacher_actions,
             weights,
             values.float(),
             batch.returns,
             self.config.value_loss_coef,
             self.imitation.early_stop_weight,
         )
-        names = ("action", "early_stop", "value", "oracle_prob", "early_stop_prob")
+        names = ("action", "early_stop", "value", "teacher_prob", "early_stop_prob")
         stats = {name: getattr(losses, name) for name in names}
         total = losses.total
         predictions = predictions or {}
         if "bearing" in predictions:
-            stats["bearing"] = bearing_loss(predictions["bearing"].float(), batch.oracle_bearings)
+            stats["bearing"] = bearing_loss(predictions["bearing"].float(), batch.teacher_bearings)
             total = total + self.imitation.bearing_weight * stats["bearing"]
         if "depth" in predictions:
             stats["depth"] = depth_loss(predictions["depth"].float(), batch.head_targets["depth"])
@@ -196,31 +186,31 @@ class DAgger(PPO):
         return total, stats
 
 
-class OracleTeacher:
-    """Labels every step with the teacher's action (imitation.teacher, the oracle of DAgger) and picks, step
+class TeacherLabels:
+    """Labels every step with the action of the teacher (imitation.teacher) and picks, step
     by step, whether the teacher or the learner drives. Draws come from torch's global generator, which
     the trainer seeds and checkpoints; the teacher's own memory is in state_dict()."""
 
     def __init__(self, sim: BatchSim, config: ImitationConfig, drives: bool = True):
         """`drives`: whether the teacher drives its share of the steps (DAgger), or only labels them and the
         learner drives every one (kickstarting, whose PPO update needs the learner's own actions)."""
-        self.oracle = TEACHERS[config.teacher](sim)
+        self.teacher = TEACHERS[config.teacher](sim)
         self.config = config
         self.drives = drives
 
     def state_dict(self) -> dict:
-        return self.oracle.state_dict()
+        return self.teacher.state_dict()
 
     def load_state_dict(self, state: dict) -> None:
-        self.oracle.load_state_dict(state)
+        self.teacher.load_state_dict(state)
 
     def share(self, frames: int) -> float:
-        """The oracle's share of the driving after `frames` frames of training (0 if it only labels)."""
+        """The teacher's share of the driving after `frames` frames of training (0 if it only labels)."""
         if not self.drives:
             return 0.0
         cfg = self.config
-        done = min(1.0, frames / cfg.oracle_decay_frames)
-        return cfg.oracle_share_start + done * (cfg.oracle_share_end - cfg.oracle_share_start)
+        done = min(1.0, frames / cfg.teacher_decay_frames)
+        return cfg.teacher_share_start + done * (cfg.teacher_share_end - cfg.teacher_share_start)
 
     def drive(
         self,
@@ -231,12 +221,12 @@ class OracleTeacher:
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(the actions to take [N], the teacher's labels [N], its bearings [N]) for the simulator's
         `observations` now; `masks` [N] is False where an episode begins (the rollout's masks)."""
-        labels, bearings = self.oracle.labels(observations, ~masks)
+        labels, bearings = self.teacher.labels(observations, ~masks)
         actions = learner_actions
         if self.drives:
-            oracle_drives = torch.rand(labels.shape, device=labels.device) < self.share(frames)
-            actions = torch.where(oracle_drives, labels, learner_actions)
-        self.oracle.taken(actions)
+            teacher_drives = torch.rand(labels.shape, device=labels.device) < self.share(frames)
+            actions = torch.where(teacher_drives, labels, learner_actions)
+        self.teacher.taken(actions)
         return actions, labels, bearings
 
     def head_targets(self, observations: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -247,5 +237,5 @@ class OracleTeacher:
         if self.config.depth_weight > 0:
             targets["depth"] = coarse_depth(observations["depth"])
         if self.config.map_weight > 0:
-            targets["map"] = self.oracle.seen_map(MAP_TARGET_SIZE, MAP_TARGET_CELL)
+            targets["map"] = self.teacher.seen_map(MAP_TARGET_SIZE, MAP_TARGET_CELL)
         return targets

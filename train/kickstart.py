@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 
 from navzoo.models.policy import ActorCritic
-from navzoo.train.config import ImitationConfig, PPOConfig
+from navzoo.train.config_blocks import ImitationConfig, PPOConfig
 from navzoo.train.imitation import cloning_loss, inflection_weights
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
@@ -38,8 +38,8 @@ class Kickstart(PPO):
     def _objective(self, batch: MiniBatch, outputs: tuple) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         total, stats = super()._objective(batch, outputs)
         action_log_probs = outputs[3].float()
-        weights = inflection_weights(batch.oracle_actions, batch.masks, self.imitation.inflection_weight)
-        imitation, oracle_log_probs = cloning_loss(action_log_probs, batch.oracle_actions, weights)
+        weights = inflection_weights(batch.teacher_actions, batch.masks, self.imitation.inflection_weight)
+        imitation, teacher_log_probs = cloning_loss(action_log_probs, batch.teacher_actions, weights)
         stats["imitation"] = imitation
-        stats["oracle_prob"] = oracle_log_probs.detach().exp().mean()
+        stats["teacher_prob"] = teacher_log_probs.detach().exp().mean()
         return total + self.imitation.kickstart_weight * imitation, stats

@@ -14,7 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from navzoo.errors import ConfigError
-from navzoo.train.config import WandbConfig
+from navzoo.train.config_blocks import WandbConfig
 
 LOG_NAME = "log.jsonl"
 CURVE_NAME = "learning_curve.png"

@@ -17,7 +17,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from navzoo.models.policy import ActorCritic
 from navzoo.train.auxiliary import AuxiliaryTasks
-from navzoo.train.config import PPOConfig
+from navzoo.train.config_blocks import PPOConfig
 from navzoo.train.rollout import MiniBatch, RolloutStorage
 
 

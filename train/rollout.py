@@ -5,8 +5,8 @@ Index t holds what the policy saw before acting at step t: observations[t], prev
 the value estimate and the reward of step t are stored at t too. values[length] is the bootstrap value of
 the observation after the last step. `hidden` is the recurrent state before step 0, which is all PPO needs
 to replay whole sequences. A rollout may stop early (preemption), so `length` can be below num_steps.
-For imitation (navzoo.train.imitation), `oracle_actions` holds the teacher's label of each step and
-`oracle_bearings` the direction of its way relative to the agent's heading, and `head_targets` what the
+For imitation (navzoo.train.imitation), `teacher_actions` holds the teacher's label of each step and
+`teacher_bearings` the direction of its way relative to the agent's heading, and `head_targets` what the
 imitation heads that are on learn to predict at each step (the coarse depth image, the seen map), by name.
 """
 
@@ -34,8 +34,8 @@ class MiniBatch:
     rewards: torch.Tensor
     next_masks: torch.Tensor  # masks[t + 1]: False where step t ended its episode
     bootstrap: torch.Tensor  # [n] value after the last step
-    oracle_actions: torch.Tensor  # the teacher's action at each step (imitation only)
-    oracle_bearings: torch.Tensor  # the teacher's bearing at each step, radians (imitation only)
+    teacher_actions: torch.Tensor  # the teacher's action at each step (imitation only)
+    teacher_bearings: torch.Tensor  # the teacher's bearing at each step, radians (imitation only)
     head_targets: dict[str, torch.Tensor]  # [L, n, D] each step's target of each imitation head that is on
 
 
@@ -55,8 +55,8 @@ class RolloutStorage:
         self.prev_actions = torch.zeros(num_steps + 1, n, dtype=torch.long, device=dev)
         self.masks = torch.zeros(num_steps + 1, n, dtype=torch.bool, device=dev)
         self.actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
-        self.oracle_actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
-        self.oracle_bearings = torch.zeros(num_steps, n, device=dev)
+        self.teacher_actions = torch.zeros(num_steps, n, dtype=torch.long, device=dev)
+        self.teacher_bearings = torch.zeros(num_steps, n, device=dev)
         self.head_targets: dict[str, torch.Tensor] = {}  # allocated by the first insert that has them
         self.log_probs = torch.zeros(num_steps, n, device=dev)
         self.values = torch.zeros(num_steps + 1, n, device=dev)
@@ -92,16 +92,16 @@ class RolloutStorage:
         rewards: torch.Tensor,
         next_observations: dict[str, torch.Tensor],
         dones: torch.Tensor,
-        oracle_actions: torch.Tensor | None = None,
-        oracle_bearings: torch.Tensor | None = None,
+        teacher_actions: torch.Tensor | None = None,
+        teacher_bearings: torch.Tensor | None = None,
         head_targets: dict[str, torch.Tensor] | None = None,
     ) -> None:
         t = self.length
         self.actions[t].copy_(actions)
-        if oracle_actions is not None:
-            self.oracle_actions[t].copy_(oracle_actions)
-        if oracle_bearings is not None:
-            self.oracle_bearings[t].copy_(oracle_bearings)
+        if teacher_actions is not None:
+            self.teacher_actions[t].copy_(teacher_actions)
+        if teacher_bearings is not None:
+            self.teacher_bearings[t].copy_(teacher_bearings)
         for name, target in (head_targets or {}).items():
             if name not in self.head_targets:
                 self.head_targets[name] = target.new_zeros((self.num_steps, *target.shape))
@@ -148,8 +148,8 @@ class RolloutStorage:
                 rewards=self.rewards[:length, idx],
                 next_masks=self.masks[1 : length + 1, idx],
                 bootstrap=self.values[length, idx],
-                oracle_actions=self.oracle_actions[:length, idx],
-                oracle_bearings=self.oracle_bearings[:length, idx],
+                teacher_actions=self.teacher_actions[:length, idx],
+                teacher_bearings=self.teacher_bearings[:length, idx],
                 head_targets={name: v[:length, idx] for name, v in self.head_targets.items()},
             )
 

@@ -5,16 +5,15 @@ the agent has seen.
 Both label every step with (action, bearing) through `labels(observations, first)`, are told the actions
 the simulator was given (`taken`), and keep what a restart needs (`state_dict`).
 
-navzoo.agents.baselines.OracleAgent follows the local gradient of the scene's distance field, a shortest
-path on an 8-connected grid. That is cheap and near-perfect by SPL, but it zigzags between the grid's
-45-degree directions (turn, forward, the opposite turn on 13% of its steps), and a learner cannot predict
-when from what it sees. This teacher is as good (SPL 0.99 on val), and its actions come in runs that a
-policy can learn.
+navzoo.agents.baselines.OracleAgent (the `oracle` baseline) follows the local gradient of the scene's
+distance field, a shortest path on an 8-connected grid. That is cheap and near-perfect by SPL, but it
+zigzags between the grid's 45-degree directions (turn, forward, the opposite turn), and a learner cannot
+predict when from what it sees. The straight-line teacher is as good by SPL, and its actions come in runs
+that a policy can learn.
 
-On the CPU it runs as a numba kernel that walks each candidate segment only up to its first blocked point
-(about 17,000 labels per second on one core at 64 environments, benchmarks/teacher_throughput.py), many
-times the tensor version, which computes the same labels for every point of every segment and serves CUDA
-simulators. The map-planner labels about 5,900 per second there.
+On the CPU it runs as a numba kernel that walks each candidate segment only up to its first blocked point,
+many times faster than the tensor version, which computes the same labels for every point of every segment
+and serves CUDA simulators (benchmarks/teacher_throughput.py measures the teachers' labels per second).
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 
 
-class StraightLineOracle:
+class StraightLineTeacher:
     """Shortest-path follower that walks straight lines: it heads for the point it can see (a straight,
     collision-free segment) from which the rest of the way to the goal is shortest.
 
@@ -77,7 +76,7 @@ class StraightLineOracle:
         return self.tensor_labels()
 
     def taken(self, actions: torch.Tensor) -> None:
-        """Nothing to remember: the oracle sees the whole scene at every step."""
+        """Nothing to remember: this teacher sees the whole scene at every step."""
 
     def state_dict(self) -> dict:
         return {}
@@ -154,15 +153,15 @@ class MapPlannerTeacher:
     """A teacher that knows only what the learner has seen: the map-planner (navzoo.agents.baselines),
     which maps the walls the depth camera shows, counts unseen space as free, and walks the shortest way it
     can believe in, in straight runs. Its choices depend on the episode so far, not on walls nobody has seen
-    yet, so a recurrent learner can learn them; the oracle's turns towards a door it cannot see yet a
-    learner can only guess at. It needs depth images (the trainer renders them for it when the learner
-    sees RGB) and runs on the CPU."""
+    yet, so a recurrent learner can learn them, where the shortest-path teacher's turns towards a door it
+    cannot see yet a learner can only guess at. It needs depth images (the trainer renders them for it when
+    the learner sees RGB) and runs on the CPU."""
 
     def __init__(self, sim: BatchSim):
         self.planner = MapPlannerAgent(sim)
 
     def labels(self, observations: dict[str, torch.Tensor], first: torch.Tensor):
-        """(actions [N], bearings [N]) as StraightLineOracle.labels gives them, after mapping the depth
+        """(actions [N], bearings [N]) as StraightLineTeacher.labels gives them, after mapping the depth
         images seen now; `first` [N] marks episodes that just began."""
         actions, bearings = self.planner.plan(observations["depth"], first)
         return torch.from_numpy(actions), torch.from_numpy(bearings)
@@ -193,4 +192,4 @@ class MapPlannerTeacher:
 
 
 # The cameras each reads besides the simulator's state are the config's (navzoo.train.config.TEACHER_SENSORS).
-TEACHERS = {"shortest-path": StraightLineOracle, "map-planner": MapPlannerTeacher}
+TEACHERS = {"shortest-path": StraightLineTeacher, "map-planner": MapPlannerTeacher}

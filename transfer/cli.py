@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from navzoo.errors import ConfigError
-from navzoo.train.config_options import HABITAT_KEYS_HELP, add_config_options, config_overrides, print_config
+from navzoo.train.options_cli import HABITAT_KEYS_HELP, add_config_options, config_overrides, print_config
 
 DEFAULT_FRAMES = 1_000_000
 
@@ -100,7 +100,8 @@ def _run(args) -> int:
 def _total_frames(overrides: list[str]) -> int:
     """total_frames as the overrides leave it (the last wins, and --frames comes last, as on `navzoo
     train`), else DEFAULT_FRAMES. The sweep needs it before any training config is built."""
-    from navzoo.train.config import TrainConfig, apply_override
+    from navzoo.train.config import TrainConfig
+    from navzoo.train.overrides import apply_override
 
     data = {"total_frames": DEFAULT_FRAMES}
     for item in overrides:

@@ -23,7 +23,8 @@ from navzoo.config_base import Config
 from navzoo.errors import ConfigError
 from navzoo.models import PointNavPolicy
 from navzoo.models.metadata import training_records
-from navzoo.train.config import TrainConfig, apply_override
+from navzoo.train.config import TrainConfig
+from navzoo.train.overrides import apply_override
 from navzoo.transfer.settings import SETTINGS
 from navzoo.typed_config import check_field_types
 
@@ -94,7 +95,7 @@ def transfer_train_config(
     # Transfer trains by DD-PPO, also from a base that learnt by imitation (its teacher walks to a goal),
     # and starts from the base given, not from whatever the base itself was initialised from.
     data.update(
-        sim=sim, model=None, init_from=None, policy={}, rank_sim_overrides={}, algorithm="ppo", finetune=()
+        sim=sim, model=None, init_from=None, policy={}, rank_sim_overrides={}, algorithm="ppo", stages=()
     )
     if frames is not None:
         data["total_frames"] = frames

@@ -15,9 +15,11 @@ import torch
 from navzoo.errors import ConfigError
 from navzoo.models import ActorCritic, PointNavPolicy
 from navzoo.train import checkpoint as ckpt
+from navzoo.train.callbacks import TrainResult
 from navzoo.train.config import TrainConfig
 from navzoo.train.distributed import restart_count
-from navzoo.train.trainer import CONFIG_FILE, PolicySpec, TrainResult, train
+from navzoo.train.run_folder import CONFIG_FILE
+from navzoo.train.trainer import PolicySpec, train
 from navzoo.transfer.config import TRANSFER_FILE, TransferConfig
 from navzoo.transfer.settings import build_setting, check_base
 from navzoo.zoo.loader import load

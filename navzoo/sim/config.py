@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from navzoo.config_base import Config
+from navzoo.config_base import Config, one_of
 from navzoo.errors import ConfigError
 from navzoo.names import (
     ACTION_NAMES,
@@ -72,12 +72,12 @@ class SimConfig(Config):
         self.validate()
 
     def validate(self) -> None:
-        _one_of("task", self.task, TASKS)
-        _one_of("split", self.split, SPLITS)
+        one_of("task", self.task, TASKS)
+        one_of("split", self.split, SPLITS)
         if not 1 <= self.num_envs <= MAX_NUM_ENVS:
             raise ConfigError("num_envs", self.num_envs, f"an integer in 1 .. {MAX_NUM_ENVS}")
         for sensor in self.sensors:
-            _one_of("sensors", sensor, SENSORS)
+            one_of("sensors", sensor, SENSORS)
         if len(set(self.sensors)) != len(self.sensors):
             raise ConfigError("sensors", self.sensors, "distinct names from " + ", ".join(SENSORS))
         if any(not 1 <= r <= MAX_RESOLUTION for r in self.resolution):
@@ -107,7 +107,7 @@ class SimConfig(Config):
                 "scene_families", self.scene_families, "a non-empty tuple of " + str(SCENE_FAMILIES)
             )
         for family in self.scene_families:
-            _one_of("scene_families", family, SCENE_FAMILIES)
+            one_of("scene_families", family, SCENE_FAMILIES)
         if not 0 < self.min_geodesic < self.max_geodesic:
             raise ConfigError(
                 "min_geodesic", self.min_geodesic, f"metres in (0, max_geodesic={self.max_geodesic})"
@@ -115,7 +115,7 @@ class SimConfig(Config):
         if not 1 <= self.seen_map_size <= MAX_SEEN_MAP_SIZE:
             raise ConfigError("seen_map_size", self.seen_map_size, f"an integer in 1 .. {MAX_SEEN_MAP_SIZE}")
         _check_device(self.device)
-        _one_of("renderer", self.renderer, RENDERERS)
+        one_of("renderer", self.renderer, RENDERERS)
         if SEEN_MAP in self.sensors and "depth" not in self.sensors:
             raise ConfigError(
                 "sensors", self.sensors, f"a list with 'depth' too: {SEEN_MAP} maps what depth shows"
@@ -124,11 +124,6 @@ class SimConfig(Config):
             raise ConfigError("device", self.device, f"'cpu' for the {SEEN_MAP} sensor (numba kernels)")
         if self.renderer == "numba" and not self.device.startswith("cpu"):
             raise ConfigError("renderer", self.renderer, "'auto' or 'torch' on CUDA (numba is CPU-only)")
-
-
-def _one_of(name: str, value: object, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ConfigError(name, value, allowed)
 
 
 def _check_device(device: str) -> None:

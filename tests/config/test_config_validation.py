@@ -20,14 +20,9 @@ from navzoo.errors import ConfigError, NavzooError, WeightsFormatError
 from navzoo.models import NeuralControllerConfig, PolicyConfig
 from navzoo.models.weights import read_config
 from navzoo.sim.config import SimConfig
-from navzoo.train.config import (
-    DistributedConfig,
-    ImitationConfig,
-    PPOConfig,
-    TrainConfig,
-    apply_override,
-    load_config,
-)
+from navzoo.train.config import TrainConfig, load_config
+from navzoo.train.config_blocks import DistributedConfig, ImitationConfig, PPOConfig
+from navzoo.train.overrides import apply_override
 from navzoo.transfer.config import TransferConfig
 from navzoo.typed_config import check_field_types
 

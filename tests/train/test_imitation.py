@@ -1,4 +1,4 @@
-"""Imitation of the shortest-path oracle (navzoo.train.imitation): the loss on hand-computed cases, the
+"""Imitation of the shortest-path teacher (navzoo.train.imitation): the loss on hand-computed cases, the
 teacher's mixture schedule, an update that moves the policy towards the labels, and the trainer's loop."""
 
 import dataclasses
@@ -13,10 +13,11 @@ from navzoo.errors import ConfigError
 from navzoo.evaluation import evaluate, summarize
 from navzoo.models import GOAL_SENSOR
 from navzoo.sim import MOVE_FORWARD, STOP, TURN_LEFT, BatchSim, SimConfig
-from navzoo.train.config import ImitationConfig, PPOConfig, load_config
+from navzoo.train.config import load_config
+from navzoo.train.config_blocks import ImitationConfig, PPOConfig
 from navzoo.train.imitation import (
     DAgger,
-    OracleTeacher,
+    TeacherLabels,
     bearing_loss,
     coarse_depth,
     depth_loss,
@@ -25,7 +26,7 @@ from navzoo.train.imitation import (
     map_loss,
 )
 from navzoo.train.rollout import RolloutStorage
-from navzoo.train.teacher import StraightLineOracle
+from navzoo.train.teacher import StraightLineTeacher
 from tests.train.test_ppo import labelled_storage, tiny_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -34,43 +35,47 @@ CPU = torch.device("cpu")
 
 
 def test_inflection_weights_hand_computed():
-    # Two environments, four steps. Env 0: the oracle turns at t=2; env 1: a new episode starts at t=2.
-    oracle = torch.tensor([[1, 2], [1, 2], [3, 2], [3, 2]])
+    # Two environments, four steps. Env 0: the teacher turns at t=2; env 1: a new episode starts at t=2.
+    teacher_actions = torch.tensor([[1, 2], [1, 2], [3, 2], [3, 2]])
     masks = torch.tensor([[True, True], [True, True], [True, False], [True, True]])
-    weights = inflection_weights(oracle, masks, 4.0)
+    weights = inflection_weights(teacher_actions, masks, 4.0)
     assert weights.tolist() == [[1.0, 1.0], [1.0, 1.0], [4.0, 4.0], [1.0, 1.0]]
     # The first step of a sequence is an inflection only where an episode starts there.
-    assert inflection_weights(oracle, ~masks, 2.0)[0].tolist() == [2.0, 2.0]
-    assert inflection_weights(oracle, masks, 1.0).eq(1.0).all()
+    assert inflection_weights(teacher_actions, ~masks, 2.0)[0].tolist() == [2.0, 2.0]
+    assert inflection_weights(teacher_actions, masks, 1.0).eq(1.0).all()
 
 
 def test_imitation_losses_hand_computed():
-    # One environment, two steps; actions stop, forward, left, right. The oracle goes forward, then stops.
+    # One environment, two steps; actions stop, forward, left, right. The teacher goes forward, then stops.
     probs = torch.tensor([[[0.25, 0.5, 0.125, 0.125], [0.25, 0.25, 0.25, 0.25]]]).transpose(0, 1)
-    oracle = torch.tensor([[1], [0]])
+    teacher_actions = torch.tensor([[1], [0]])
     weights = torch.tensor([[1.0], [3.0]])
     values, returns = torch.tensor([[1.0], [2.0]]), torch.tensor([[0.0], [0.0]])
-    losses = imitation_losses(probs.log(), oracle, weights, values, returns, value_loss_coef=0.5)
+    losses = imitation_losses(probs.log(), teacher_actions, weights, values, returns, value_loss_coef=0.5)
     action = (math.log(2) + 3 * math.log(4)) / 4  # the weighted mean cross-entropy
     value = 0.5 * (1 + 4) / 2
     assert losses.action.item() == pytest.approx(action)
     assert losses.value.item() == pytest.approx(value)
     assert losses.total.item() == pytest.approx(action + 0.5 * value)
-    assert losses.oracle_prob.item() == pytest.approx(0.375)
+    assert losses.teacher_prob.item() == pytest.approx(0.375)
     # Only the first step goes on, where p(stop) = 1/4: -log(3/4), weighted into the total.
     assert losses.early_stop.item() == pytest.approx(-math.log(0.75))
     assert losses.early_stop_prob.item() == pytest.approx(0.25)
-    weighted = imitation_losses(probs.log(), oracle, weights, values, returns, 0.5, early_stop_weight=2.0)
+    weighted = imitation_losses(
+        probs.log(), teacher_actions, weights, values, returns, 0.5, early_stop_weight=2.0
+    )
     assert weighted.total.item() == pytest.approx(action + 2 * -math.log(0.75) + 0.5 * value)
 
 
 def test_early_stop_loss_is_finite_when_the_policy_is_sure_to_stop():
     certain = torch.tensor([[[1.0, 0.0, 0.0, 0.0]]]).clamp(min=1e-30).log()
 
-    def early_stop(oracle_action: int) -> float:
+    def early_stop(teacher_action: int) -> float:
         zeros = torch.zeros(1, 1)
-        oracle = torch.tensor([[oracle_action]])
-        return imitation_losses(certain, oracle, torch.ones(1, 1), zeros, zeros, 0.5, 1.0).early_stop.item()
+        teacher_actions = torch.tensor([[teacher_action]])
+        return imitation_losses(
+            certain, teacher_actions, torch.ones(1, 1), zeros, zeros, 0.5, 1.0
+        ).early_stop.item()
 
     assert early_stop(1) == pytest.approx(-math.log(1e-6), rel=1e-3)
     assert early_stop(0) == 0.0  # no step goes on
@@ -79,45 +84,45 @@ def test_early_stop_loss_is_finite_when_the_policy_is_sure_to_stop():
 def test_teacher_share_decays_linearly_and_decides_who_drives():
     sim = BatchSim(SimConfig(split="train", num_envs=64, sensors=()))
     try:
-        config = ImitationConfig(oracle_share_start=1.0, oracle_share_end=0.2, oracle_decay_frames=1000)
-        teacher = OracleTeacher(sim, config)
+        config = ImitationConfig(teacher_share_start=1.0, teacher_share_end=0.2, teacher_decay_frames=1000)
+        teacher = TeacherLabels(sim, config)
         assert [teacher.share(f) for f in (0, 500, 1000, 5000)] == pytest.approx([1.0, 0.6, 0.2, 0.2])
-        oracle = StraightLineOracle(sim).actions()
-        learner = (oracle + 1) % 4  # never the oracle's action
+        straight = StraightLineTeacher(sim).actions()
+        learner = (straight + 1) % 4  # never the teacher's action
         observations, masks = sim.observe(), torch.ones(64, dtype=torch.bool)
         actions, labels, _ = teacher.drive(observations, masks, learner, frames=0)
-        assert torch.equal(labels, oracle) and torch.equal(actions, oracle)  # the oracle drives all
+        assert torch.equal(labels, straight) and torch.equal(actions, straight)  # the teacher drives all
         torch.manual_seed(0)
-        never = dataclasses.replace(config, oracle_share_start=0.0, oracle_share_end=0.0)
-        actions, _, _ = OracleTeacher(sim, never).drive(observations, masks, learner, frames=0)
+        never = dataclasses.replace(config, teacher_share_start=0.0, teacher_share_end=0.0)
+        actions, _, _ = TeacherLabels(sim, never).drive(observations, masks, learner, frames=0)
         assert torch.equal(actions, learner)
         torch.manual_seed(0)
-        actions, _, _ = teacher.drive(observations, masks, learner, frames=500)  # 60% oracle
-        assert 0.4 < (actions == oracle).float().mean().item() < 0.8
+        actions, _, _ = teacher.drive(observations, masks, learner, frames=500)  # 60% teacher
+        assert 0.4 < (actions == straight).float().mean().item() < 0.8
     finally:
         sim.close()
 
 
-def test_update_raises_the_probability_of_the_oracle_labels():
+def test_update_raises_the_probability_of_the_teacher_labels():
     policy = tiny_policy()
     storage = labelled_storage(8, 6)
-    storage.oracle_actions.fill_(2)  # whatever was driven, the oracle would have turned left
+    storage.teacher_actions.fill_(2)  # whatever was driven, the teacher would have turned left
     config = PPOConfig(ppo_epoch=4, num_mini_batch=2, lr=1e-2, value_loss_coef=0.5)
     imitation = ImitationConfig(inflection_weight=2.0, early_stop_weight=1.0)
     dagger = DAgger(policy, config, imitation, config.lr, CPU, distributed=False)
 
-    def oracle_prob() -> float:
+    def teacher_prob() -> float:
         with torch.no_grad():
             batch = next(storage.minibatches(1))
             _, log_probs, _, _, _ = dagger.evaluator(
-                batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.oracle_actions
+                batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.teacher_actions
             )
         return log_probs.exp().mean().item()
 
-    before = oracle_prob()
+    before = teacher_prob()
     stats = dagger.update(storage)
-    assert set(stats) == {"action", "early_stop", "value", "oracle_prob", "early_stop_prob", "grad_norm"}
-    assert oracle_prob() > before + 0.05
+    assert set(stats) == {"action", "early_stop", "value", "teacher_prob", "early_stop_prob", "grad_norm"}
+    assert teacher_prob() > before + 0.05
 
 
 def test_bearing_loss_hand_computed():
@@ -132,7 +137,7 @@ def test_bearing_loss_hand_computed():
 def test_bearing_head_learns_beside_the_policy_and_is_checkpointed():
     policy = tiny_policy()
     storage = labelled_storage(8, 6)
-    storage.oracle_bearings.fill_(math.pi / 2)  # the teacher's way is always to the left
+    storage.teacher_bearings.fill_(math.pi / 2)  # the teacher's way is always to the left
     config = PPOConfig(ppo_epoch=4, num_mini_batch=2, lr=1e-2)
     dagger = DAgger(policy, config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, distributed=False)
     first = dagger.update(storage)["bearing"]
@@ -143,12 +148,6 @@ def test_bearing_head_learns_beside_the_policy_and_is_checkpointed():
     again = DAgger(tiny_policy(), config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, False)
     again.load_state_dict(dagger.state_dict())
     assert torch.equal(again.trainable.head.bearing.weight, dagger.trainable.head.bearing.weight)
-    # A run checkpointed when the bearing head was the only head, named `linear`, resumes too.
-    state = dagger.state_dict()
-    state["head"] = {k.replace("bearing.", "linear."): v for k, v in state["head"].items()}
-    earlier = DAgger(tiny_policy(), config, ImitationConfig(bearing_weight=1.0), config.lr, CPU, False)
-    earlier.load_state_dict(state)
-    assert torch.equal(earlier.trainable.head.bearing.bias, dagger.trainable.head.bearing.bias)
 
 
 def test_coarse_depth_and_depth_loss_hand_computed():
@@ -217,9 +216,9 @@ def test_depth_head_needs_eyes_and_renders_depth_for_an_rgb_learner():
         load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=1"])
     with pytest.raises(ConfigError, match=r"imitation\.depth_weight=-1"):
         load_config("pointnav-blind", ["algorithm=dagger", "imitation.depth_weight=-1"])
-    second_stage = ["algorithm=dagger", "finetune.from_frames=8192", "finetune.algorithm=dagger"]
-    with pytest.raises(ConfigError, match=r"finetune\.0\.ppo\.aux_tasks"):
-        load_config("pointnav-blind", [*second_stage, "finetune.ppo.aux_tasks=[inverse_dynamics]"])
+    second_stage = ["algorithm=dagger", "stages.from_frames=8192", "stages.algorithm=dagger"]
+    with pytest.raises(ConfigError, match=r"stages\.0\.ppo\.aux_tasks"):
+        load_config("pointnav-blind", [*second_stage, "stages.ppo.aux_tasks=[inverse_dynamics]"])
 
 
 def test_map_loss_hand_computed():
@@ -281,8 +280,8 @@ def test_dagger_needs_pointgoal():
         load_config("pointnav-blind", ["algorithm=dagger", "sim.task=flee"])
     with pytest.raises(ConfigError, match="algorithm"):
         load_config("pointnav-blind", ["algorithm=reinforce"])
-    with pytest.raises(ConfigError, match=r"imitation\.oracle_share_start"):
-        load_config("pointnav-blind", ["algorithm=dagger", "imitation.oracle_share_start=2"])
+    with pytest.raises(ConfigError, match=r"imitation\.teacher_share_start"):
+        load_config("pointnav-blind", ["algorithm=dagger", "imitation.teacher_share_start=2"])
     config = load_config("navzoo-pointnav-depth-il")
     assert config.algorithm == "dagger" and config.imitation.inflection_weight > 1
 
@@ -310,7 +309,7 @@ def test_teacher_walks_straight_lines_where_the_grid_oracle_zigzags():
     3.7% and 50%, with SPL 0.99 on the val episodes."""
     sim = BatchSim(SimConfig(split="val", num_envs=32, sensors=()))
     try:
-        teacher_zigzags, teacher_moves = _turn_patterns(StraightLineOracle(sim), sim)
+        teacher_zigzags, teacher_moves = _turn_patterns(StraightLineTeacher(sim), sim)
         grid_zigzags, _ = _turn_patterns(make_baseline("oracle", sim), sim)
         results = evaluate(sim, TeacherAgent(sim), 64, progress=False)
     finally:
@@ -326,7 +325,7 @@ def test_cpu_kernel_gives_the_tensor_version_s_labels():
     sim = BatchSim(SimConfig(split="train", num_envs=32, sensors=(), seed=3))
     try:
         sim.reset()
-        teacher = StraightLineOracle(sim)
+        teacher = StraightLineTeacher(sim)
         generator = torch.Generator().manual_seed(0)
         for _ in range(100):
             labels, bearings = teacher.labels()
@@ -345,7 +344,7 @@ class TeacherAgent:
     """The teacher as an evaluation agent."""
 
     def __init__(self, sim: BatchSim):
-        self.teacher = StraightLineOracle(sim)
+        self.teacher = StraightLineTeacher(sim)
 
     def act(self, obs, first):
         return self.teacher.actions()

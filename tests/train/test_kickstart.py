@@ -8,11 +8,12 @@ import torch
 
 from navzoo.errors import ConfigError
 from navzoo.sim import BatchSim, SimConfig
-from navzoo.train.config import ImitationConfig, PPOConfig, load_config
-from navzoo.train.imitation import OracleTeacher, cloning_loss, inflection_weights
+from navzoo.train.config import load_config
+from navzoo.train.config_blocks import ImitationConfig, PPOConfig
+from navzoo.train.imitation import TeacherLabels, cloning_loss, inflection_weights
 from navzoo.train.kickstart import Kickstart
 from navzoo.train.ppo import PPO
-from navzoo.train.teacher import StraightLineOracle
+from navzoo.train.teacher import StraightLineTeacher
 from tests.train.test_ppo import labelled_storage, tiny_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -22,8 +23,8 @@ CPU = torch.device("cpu")
 
 def test_cloning_loss_hand_computed():
     probs = torch.tensor([[[0.1, 0.6, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]]])  # [L=1, n=2, A=4]
-    oracle = torch.tensor([[1, 3]])
-    loss, log_probs = cloning_loss(probs.log(), oracle, torch.tensor([[3.0, 1.0]]))
+    teacher_actions = torch.tensor([[1, 3]])
+    loss, log_probs = cloning_loss(probs.log(), teacher_actions, torch.tensor([[3.0, 1.0]]))
     assert log_probs.exp().flatten().tolist() == pytest.approx([0.6, 0.25])
     assert loss.item() == pytest.approx(-(3 * math.log(0.6) + math.log(0.25)) / 4)
 
@@ -31,8 +32,8 @@ def test_cloning_loss_hand_computed():
 def test_kickstart_loss_is_ppo_s_plus_the_weighted_cloning_loss():
     policy = tiny_policy()
     storage = labelled_storage(8, 6)
-    storage.oracle_actions.copy_(
-        torch.randint(0, 4, storage.oracle_actions.shape, generator=torch.Generator().manual_seed(0))
+    storage.teacher_actions.copy_(
+        torch.randint(0, 4, storage.teacher_actions.shape, generator=torch.Generator().manual_seed(0))
     )
     config = PPOConfig(ppo_epoch=1, num_mini_batch=1)
     imitation = ImitationConfig(inflection_weight=3.0, kickstart_weight=0.7)
@@ -45,39 +46,39 @@ def test_kickstart_loss_is_ppo_s_plus_the_weighted_cloning_loss():
         )
         total, stats = kickstart._objective(batch, outputs)
         ppo_total, _ = ppo._objective(batch, outputs)
-    weights = inflection_weights(batch.oracle_actions, batch.masks, 3.0)
-    log_probs = outputs[3].gather(-1, batch.oracle_actions[..., None]).squeeze(-1)
+    weights = inflection_weights(batch.teacher_actions, batch.masks, 3.0)
+    log_probs = outputs[3].gather(-1, batch.teacher_actions[..., None]).squeeze(-1)
     by_hand = -(weights * log_probs).sum() / weights.sum()
     assert stats["imitation"].item() == pytest.approx(by_hand.item(), rel=1e-6)
     assert total.item() == pytest.approx(ppo_total.item() + 0.7 * by_hand.item(), rel=1e-6)
-    assert stats["oracle_prob"].item() == pytest.approx(log_probs.exp().mean().item(), rel=1e-6)
+    assert stats["teacher_prob"].item() == pytest.approx(log_probs.exp().mean().item(), rel=1e-6)
 
 
 def test_update_without_advantages_moves_the_policy_to_the_labels():
     """With no advantages PPO's actor term is nothing, and the update follows the teacher alone."""
     policy = tiny_policy()
     storage = labelled_storage(8, 6)
-    storage.oracle_actions.fill_(2)
+    storage.teacher_actions.fill_(2)
     config = PPOConfig(ppo_epoch=4, num_mini_batch=2, lr=1e-2, entropy_coef=0.0)
     kickstart = Kickstart(policy, config, ImitationConfig(), config.lr, CPU, distributed=False)
     storage.advantages.zero_()
     first = kickstart.update(storage)
     last = kickstart.update(storage)
-    assert {"action", "value", "entropy", "clip_fraction", "imitation", "oracle_prob"} <= first.keys()
-    assert last["oracle_prob"] > first["oracle_prob"] + 0.05
+    assert {"action", "value", "entropy", "clip_fraction", "imitation", "teacher_prob"} <= first.keys()
+    assert last["teacher_prob"] > first["teacher_prob"] + 0.05
 
 
 def test_the_teacher_labels_and_the_learner_drives():
     sim = BatchSim(SimConfig(split="train", num_envs=32, sensors=()))
     try:
-        labelling = OracleTeacher(sim, ImitationConfig(oracle_share_start=1.0), drives=False)
+        labelling = TeacherLabels(sim, ImitationConfig(teacher_share_start=1.0), drives=False)
         assert labelling.share(0) == 0.0
-        oracle = StraightLineOracle(sim).actions()
-        learner = (oracle + 1) % 4
+        straight = StraightLineTeacher(sim).actions()
+        learner = (straight + 1) % 4
         actions, labels, _ = labelling.drive(
             sim.observe(), torch.ones(32, dtype=torch.bool), learner, frames=0
         )
-        assert torch.equal(actions, learner) and torch.equal(labels, oracle)
+        assert torch.equal(actions, learner) and torch.equal(labels, straight)
     finally:
         sim.close()
 
@@ -91,7 +92,7 @@ def test_the_teacher_labels_and_the_learner_drives():
         (
             [
                 "algorithm=dagger",
-                "finetune=[{from_frames: 4096, algorithm: kickstart}]",
+                "stages=[{from_frames: 4096, algorithm: kickstart}]",
                 "imitation.map_weight=1",
                 "imitation.teacher=map-planner",
             ],
@@ -101,4 +102,4 @@ def test_the_teacher_labels_and_the_learner_drives():
 )
 def test_kickstart_settings_that_cannot_work_are_refused(overrides, field):
     with pytest.raises(ConfigError, match=field):
-        load_config("navzoo-pointnav-depth", ["finetune=[]", *overrides])
+        load_config("navzoo-pointnav-depth", ["stages=[]", *overrides])

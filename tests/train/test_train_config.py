@@ -10,14 +10,10 @@ import yaml
 from navzoo.errors import ConfigError
 from navzoo.models import GOAL_SENSOR
 from navzoo.train import trainer as trainer_module
-from navzoo.train.config import (
-    FinetuneConfig,
-    TrainConfig,
-    apply_override,
-    load_config,
-    preset_names,
-    recipe_algorithms,
-)
+from navzoo.train.config import TrainConfig, load_config
+from navzoo.train.overrides import apply_override
+from navzoo.train.presets import preset_names
+from navzoo.train.stage_config import StageConfig, recipe_algorithms
 
 PRESETS = preset_names()
 
@@ -233,8 +229,8 @@ def scaled_lr(monkeypatch, config: TrainConfig, world_size: int) -> float:
             trainer = trainer_module.Trainer(config, run_dir=None, workers=workers)
     finally:
         torch.set_num_threads(threads)
-    assert trainer.ppo.optimizer.param_groups[0]["lr"] == trainer.ppo.base_lr
-    return trainer.ppo.base_lr
+    assert trainer.learner.optimizer.param_groups[0]["lr"] == trainer.learner.base_lr
+    return trainer.learner.base_lr
 
 
 @pytest.mark.parametrize(
@@ -261,65 +257,65 @@ def test_bps_lr_scaling(monkeypatch, overrides, world_size, expected):
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        (["finetune.from_frames=4096"], "finetune"),  # later stages follow imitation only
+        (["stages.from_frames=4096"], "stages"),  # later stages follow imitation only
         (
-            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.num_steps=8"],
-            "finetune.0.ppo.num_steps",
+            ["algorithm=dagger", "stages.from_frames=4096", "stages.ppo.num_steps=8"],
+            "stages.0.ppo.num_steps",
         ),
-        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lrr=1e-4"], "finetune.0.ppo.lrr"),
-        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.ppo.lr=-1"], "finetune.0.ppo.lr"),
-        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.algorithm=sac"], "finetune.0.algorithm"),
-        (["algorithm=dagger", "finetune.from_frames=4096", "finetune.lr=1e-4"], "finetune.0.lr"),
+        (["algorithm=dagger", "stages.from_frames=4096", "stages.ppo.lrr=1e-4"], "stages.0.ppo.lrr"),
+        (["algorithm=dagger", "stages.from_frames=4096", "stages.ppo.lr=-1"], "stages.0.ppo.lr"),
+        (["algorithm=dagger", "stages.from_frames=4096", "stages.algorithm=sac"], "stages.0.algorithm"),
+        (["algorithm=dagger", "stages.from_frames=4096", "stages.lr=1e-4"], "stages.0.lr"),
         (
-            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.imitation.teacher=map-planner"],
-            "finetune.0.imitation.teacher",  # the teacher keeps its maps across the switch
-        ),
-        (
-            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.imitation.inflection_weight=0"],
-            "finetune.0.imitation.inflection_weight",
+            ["algorithm=dagger", "stages.from_frames=4096", "stages.imitation.teacher=map-planner"],
+            "stages.0.imitation.teacher",  # the teacher keeps its maps across the switch
         ),
         (
-            ["algorithm=dagger", "finetune=[{from_frames: 4096}, {from_frames: 4096}]"],
-            "finetune.1.from_frames",
+            ["algorithm=dagger", "stages.from_frames=4096", "stages.imitation.inflection_weight=0"],
+            "stages.0.imitation.inflection_weight",
         ),
-        (["algorithm=dagger", "finetune=[{from_frames: -1}]"], "finetune.0.from_frames"),
         (
-            ["algorithm=dagger", "finetune=[{from_frames: 4096}, {from_frames: 8192, algorithm: dagger}]"],
-            "finetune.1.algorithm",  # once a stage has let the teacher go, none can have it back
+            ["algorithm=dagger", "stages=[{from_frames: 4096}, {from_frames: 4096}]"],
+            "stages.1.from_frames",
         ),
-        (["algorithm=dagger", "finetune=4096"], "finetune"),
+        (["algorithm=dagger", "stages=[{from_frames: -1}]"], "stages.0.from_frames"),
+        (
+            ["algorithm=dagger", "stages=[{from_frames: 4096}, {from_frames: 8192, algorithm: dagger}]"],
+            "stages.1.algorithm",  # once a stage has let the teacher go, none can have it back
+        ),
+        (["algorithm=dagger", "stages=4096"], "stages"),
         # A stage changes the scene stream only (the rollout's shapes and the policy's inputs stay).
         (
-            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.sim.num_envs=8"],
-            "finetune.0.sim.num_envs",
+            ["algorithm=dagger", "stages.from_frames=4096", "stages.sim.num_envs=8"],
+            "stages.0.sim.num_envs",
         ),
         (
-            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.sim.scene_familes=[office]"],
-            "finetune.0.sim.scene_familes",
+            ["algorithm=dagger", "stages.from_frames=4096", "stages.sim.scene_familes=[office]"],
+            "stages.0.sim.scene_familes",
         ),
         (
-            ["algorithm=dagger", "finetune.from_frames=4096", "finetune.sim.scene_families=[attic]"],
-            "finetune.0.sim.scene_families",
-        ),
-        (
-            [
-                "algorithm=dagger",
-                "finetune.from_frames=4096",
-                "finetune.rank_sim_overrides={1: {sensors: [rgb]}}",
-            ],
-            "finetune.0.rank_sim_overrides.1.sensors",
+            ["algorithm=dagger", "stages.from_frames=4096", "stages.sim.scene_families=[attic]"],
+            "stages.0.sim.scene_families",
         ),
         (
             [
                 "algorithm=dagger",
-                "finetune.from_frames=4096",
-                "finetune.rank_sim_overrides={1: {min_geodesic: 40}}",
+                "stages.from_frames=4096",
+                "stages.rank_sim_overrides={1: {sensors: [rgb]}}",
             ],
-            "finetune.0.rank_sim_overrides.1.min_geodesic",
+            "stages.0.rank_sim_overrides.1.sensors",
+        ),
+        (
+            [
+                "algorithm=dagger",
+                "stages.from_frames=4096",
+                "stages.rank_sim_overrides={1: {min_geodesic: 40}}",
+            ],
+            "stages.0.rank_sim_overrides.1.min_geodesic",
         ),
     ],
 )
-def test_finetune_block_errors_name_the_key(overrides, field):
+def test_stages_block_errors_name_the_key(overrides, field):
     with pytest.raises(ConfigError) as error:
         load_config("pointnav-blind", overrides)
     assert error.value.field == field
@@ -328,8 +324,8 @@ def test_finetune_block_errors_name_the_key(overrides, field):
 def test_a_stage_conflicting_with_the_run_s_rank_override_is_named():
     """A stage's sim block that the run's rank override cannot follow names the override and the stage."""
     overrides = ["algorithm=dagger", "rank_sim_overrides={1: {min_geodesic: 5.0}}"]
-    overrides += ["finetune=[{from_frames: 4096, algorithm: dagger, sim: {max_geodesic: 4.0}}]"]
-    with pytest.raises(ConfigError, match=r"\(in stage finetune\.0\)$") as error:
+    overrides += ["stages=[{from_frames: 4096, algorithm: dagger, sim: {max_geodesic: 4.0}}]"]
+    with pytest.raises(ConfigError, match=r"\(in stage stages\.0\)$") as error:
         load_config("pointnav-blind", overrides)
     assert error.value.field == "rank_sim_overrides.1.min_geodesic"
 
@@ -342,7 +338,7 @@ def test_a_stage_s_rank_overrides_change_only_the_scene_stream_of_the_run_s():
         [
             "algorithm=dagger",
             "rank_sim_overrides={1: {num_envs: 8, scene_families: [apartment]}}",
-            "finetune=[{from_frames: 4096, algorithm: dagger,"
+            "stages=[{from_frames: 4096, algorithm: dagger,"
             " rank_sim_overrides: {1: {scene_families: [office]}}}]",
         ],
     )
@@ -358,18 +354,16 @@ def test_a_stage_that_restates_the_simulator_keeps_its_seed():
     same environments: same config, same seed. Only a real change draws a seed of its own."""
     office = "{scene_families: [office]}"
     restated = "{scene_families: [office], min_geodesic: 1.0}"  # 1.0 is the default
-    stages = f"finetune=[{{from_frames: 4096, algorithm: dagger, rank_sim_overrides: {{1: {office}}}}},"
+    stages = f"stages=[{{from_frames: 4096, algorithm: dagger, rank_sim_overrides: {{1: {office}}}}},"
     stages += f" {{from_frames: 8192, algorithm: dagger, rank_sim_overrides: {{1: {restated}}}}}]"
     config = load_config("pointnav-blind", ["algorithm=dagger", stages])
     assert config.sim_for_rank(1, 2) == config.sim_for_rank(1, 1) != config.sim_for_rank(1, 0)
     assert config.sim_for_rank(0, 2) == config.sim_for_rank(0, 0)
 
 
-def test_finetune_block_changes_only_its_stage():
-    config = load_config(
-        "navzoo-pointnav-depth-il", ["finetune.from_frames=100000", "finetune.ppo.lr=2.5e-4"]
-    )
-    (stage,) = config.finetune
+def test_stages_block_changes_only_its_stage():
+    config = load_config("navzoo-pointnav-depth-il", ["stages.from_frames=100000", "stages.ppo.lr=2.5e-4"])
+    (stage,) = config.stages
     assert config.ppo.lr == 5e-4 and stage.ppo_config(config.ppo).lr == 2.5e-4
     assert stage.ppo_config(config.ppo).num_steps == config.ppo.num_steps
 
@@ -378,38 +372,38 @@ def test_stages_as_a_list_and_overrides_by_index():
     """A run can have more than two stages; an override names a stage by its index, and each stage's
     `ppo` and `imitation` blocks change the run's own for that stage alone."""
     stages = (
-        "finetune=[{from_frames: 4096, algorithm: dagger, ppo: {lr: 2.0e-4}},"
+        "stages=[{from_frames: 4096, algorithm: dagger, ppo: {lr: 2.0e-4}},"
         " {from_frames: 8192, algorithm: kickstart, imitation: {kickstart_weight: 0.5}}]"
     )
-    config = load_config("pointnav-blind", ["algorithm=dagger", stages, "finetune.1.ppo.lr=1e-4"])
+    config = load_config("pointnav-blind", ["algorithm=dagger", stages, "stages.1.ppo.lr=1e-4"])
     settings = config.stage_settings()
     assert [(prefix, s.algorithm, s.ppo.lr) for prefix, s in settings] == [
         ("", "dagger", config.ppo.lr),
-        ("finetune.0.", "dagger", 2e-4),
-        ("finetune.1.", "kickstart", 1e-4),
+        ("stages.0.", "dagger", 2e-4),
+        ("stages.1.", "kickstart", 1e-4),
     ]
     assert [s.imitation.kickstart_weight for _, s in settings] == [1.0, 1.0, 0.5]
     assert TrainConfig.from_dict(yaml.safe_load(yaml.safe_dump(config.to_dict()))) == config
-    with pytest.raises(ConfigError, match=r"finetune\.2\.ppo\.lr=1e-4.: allowed values are an index below 2"):
-        load_config("pointnav-blind", ["algorithm=dagger", stages, "finetune.2.ppo.lr=1e-4"])
-    with pytest.raises(ConfigError, match=r"'finetune' is a list: name an item, finetune\.0\.from_frames"):
-        load_config("pointnav-blind", ["algorithm=dagger", stages, "finetune.from_frames=0"])
-    assert load_config("pointnav-blind", ["algorithm=dagger", stages, "finetune=[]"]).finetune == ()
+    with pytest.raises(ConfigError, match=r"stages\.2\.ppo\.lr=1e-4.: allowed values are an index below 2"):
+        load_config("pointnav-blind", ["algorithm=dagger", stages, "stages.2.ppo.lr=1e-4"])
+    with pytest.raises(ConfigError, match=r"'stages' is a list: name an item, stages\.0\.from_frames"):
+        load_config("pointnav-blind", ["algorithm=dagger", stages, "stages.from_frames=0"])
+    assert load_config("pointnav-blind", ["algorithm=dagger", stages, "stages=[]"]).stages == ()
 
 
-def test_one_stage_as_a_mapping_as_configs_held_it_before():
-    """A saved config or YAML with `finetune` as one mapping reads as a one-stage list; from_frames 0 there
-    means no later stage."""
+def test_one_stage_as_a_mapping():
+    """A saved config or YAML with `stages` as one mapping (as the shipped blind model's record holds it)
+    reads as a one-stage list; from_frames 0 there means no later stage."""
     one = {"from_frames": 4096, "algorithm": "kickstart", "ppo": {"lr": 1e-4}}
-    config = TrainConfig.from_dict({"model": "pointnav-blind", "algorithm": "dagger", "finetune": one})
-    assert config.finetune == (FinetuneConfig(**one),)
+    config = TrainConfig.from_dict({"model": "pointnav-blind", "algorithm": "dagger", "stages": one})
+    assert config.stages == (StageConfig(**one),)
     none = TrainConfig.from_dict(
-        {"model": "pointnav-blind", "finetune": {"from_frames": 0, "algorithm": "ppo"}}
+        {"model": "pointnav-blind", "stages": {"from_frames": 0, "algorithm": "ppo"}}
     )
-    assert none.finetune == ()
-    assert recipe_algorithms({"algorithm": "dagger", "finetune": one}) == ["dagger", "kickstart"]
-    assert recipe_algorithms({"algorithm": "ppo", "finetune": {"from_frames": 0}}) == ["ppo"]
-    assert recipe_algorithms({"algorithm": "dagger", "finetune": [one, {**one, "from_frames": 8192}]}) == [
+    assert none.stages == ()
+    assert recipe_algorithms({"algorithm": "dagger", "stages": one}) == ["dagger", "kickstart"]
+    assert recipe_algorithms({"algorithm": "ppo", "stages": {"from_frames": 0}}) == ["ppo"]
+    assert recipe_algorithms({"algorithm": "dagger", "stages": [one, {**one, "from_frames": 8192}]}) == [
         "dagger",
         "kickstart",
         "kickstart",

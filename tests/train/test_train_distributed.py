@@ -408,11 +408,11 @@ def test_resume_equals_uninterrupted_run(tmp_path):
 
 
 def test_imitation_resume_equals_uninterrupted_run(tmp_path):
-    """DAgger's oracle draws, its decaying share, its labels and its bearing head are restored exactly too
-    (the share is still above 0 at the stop, so both the oracle and the learner drive across it)."""
+    """DAgger's teacher draws, its decaying share, its labels and its bearing head are restored exactly too
+    (the share is still above 0 at the stop, so both the teacher and the learner drive across it)."""
     extra = (
         "algorithm=dagger",
-        f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
+        f"imitation.teacher_decay_frames={5 * FRAMES_PER_UPDATE}",
         "imitation.bearing_weight=0.5",
     )
     _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=3, extra=extra)
@@ -427,7 +427,7 @@ def test_imitation_of_the_map_planner_resumes_exactly(tmp_path):
         "imitation.teacher=map-planner",
         "imitation.depth_weight=1",
         "imitation.map_weight=1",
-        f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
+        f"imitation.teacher_decay_frames={5 * FRAMES_PER_UPDATE}",
         "model=pointnav-simple-cnn",
         "sim.sensors=[rgb]",
         "sim.resolution=[64,64]",
@@ -444,7 +444,7 @@ def test_a_learner_reading_the_seen_map_resumes_exactly(tmp_path):
     extra = (
         "algorithm=dagger",
         "imitation.teacher=map-planner",
-        f"imitation.oracle_decay_frames={5 * FRAMES_PER_UPDATE}",
+        f"imitation.teacher_decay_frames={5 * FRAMES_PER_UPDATE}",
         "model=pointnav-simple-cnn",
         "sim.sensors=[depth,seen_map]",
         "sim.seen_map_size=16",
@@ -500,32 +500,34 @@ def test_a_run_reading_the_seen_map_starts_from_a_policy_without_it(tmp_path):
 
 @pytest.mark.parametrize("second", ["ppo", "dagger", "kickstart"])
 def test_a_second_stage_in_one_run_resumes_across_the_switch(tmp_path, second):
-    """finetune.from_frames hands the run from imitation to its second stage with a fresh optimiser: DD-PPO
+    """stages.from_frames hands the run from imitation to its second stage with a fresh optimiser: DD-PPO
     (the critic warming up first), imitation at another learning rate, or DD-PPO kickstarted by the same
     teacher, which labels on but no longer drives; a stop after the switch resumes in that stage, exactly."""
     extra = (
         "algorithm=dagger",
-        f"imitation.oracle_decay_frames={2 * FRAMES_PER_UPDATE}",
-        f"finetune.from_frames={4 * FRAMES_PER_UPDATE}",
-        f"finetune.algorithm={second}",
-        "finetune.ppo.lr=1e-3",
-        *(["finetune.ppo.critic_warmup_updates=1"] if second in ("ppo", "kickstart") else []),
+        f"imitation.teacher_decay_frames={2 * FRAMES_PER_UPDATE}",
+        f"stages.from_frames={4 * FRAMES_PER_UPDATE}",
+        f"stages.algorithm={second}",
+        "stages.ppo.lr=1e-3",
+        *(["stages.ppo.critic_warmup_updates=1"] if second in ("ppo", "kickstart") else []),
         *(["imitation.bearing_weight=0.5"] if second == "dagger" else []),  # its head goes on learning
     )
     _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=5, extra=extra)
     rows, _ = _log(tmp_path / "one_go")
-    assert all("train/oracle_share" in r for r in rows[:4])
+    assert all("train/teacher_share" in r for r in rows[:4])
     assert all(r["train/lr"] == pytest.approx(1e-3) for r in rows[4:])
     if second == "ppo":
-        assert not any("train/oracle_share" in r for r in rows[4:])
-        assert all("loss/oracle_prob" in r for r in rows[:4]) and all(
+        assert not any("train/teacher_share" in r for r in rows[4:])
+        assert all("loss/teacher_prob" in r for r in rows[:4]) and all(
             "loss/clip_fraction" in r for r in rows[4:]
         )
     elif second == "dagger":
-        assert all("loss/oracle_prob" in r for r in rows)
+        assert all("loss/teacher_prob" in r for r in rows)
     else:
-        assert all(r["train/oracle_share"] == 0.0 for r in rows[4:])
-        assert all({"loss/imitation", "loss/oracle_prob", "loss/clip_fraction"} <= r.keys() for r in rows[4:])
+        assert all(r["train/teacher_share"] == 0.0 for r in rows[4:])
+        assert all(
+            {"loss/imitation", "loss/teacher_prob", "loss/clip_fraction"} <= r.keys() for r in rows[4:]
+        )
     provenance = json.loads((tmp_path / "one_go" / "config.json").read_text())["provenance"]
     assert [(s["algorithm"], s["frames"]) for s in provenance["stages"]] == [
         ("dagger", 4 * FRAMES_PER_UPDATE),
@@ -539,13 +541,13 @@ def test_three_stages_in_one_run_resume_inside_the_middle_one(tmp_path):
     switches to the third on time; the model card's stages list all three."""
     f = FRAMES_PER_UPDATE
     stages = (
-        f"finetune=[{{from_frames: {2 * f}, algorithm: dagger, ppo: {{lr: 1.0e-3}}}},"
+        f"stages=[{{from_frames: {2 * f}, algorithm: dagger, ppo: {{lr: 1.0e-3}}}},"
         f" {{from_frames: {4 * f}, algorithm: kickstart, ppo: {{lr: 5.0e-4, critic_warmup_updates: 1}},"
         " imitation: {bearing_weight: 0.0, kickstart_weight: 0.5}}]"
     )
     extra = (
         "algorithm=dagger",
-        f"imitation.oracle_decay_frames={2 * f}",
+        f"imitation.teacher_decay_frames={2 * f}",
         "imitation.bearing_weight=0.5",
         stages,
     )
@@ -554,7 +556,7 @@ def test_three_stages_in_one_run_resume_inside_the_middle_one(tmp_path):
     first_lr = load_config(PRESET).ppo.lr
     assert [r["train/lr"] for r in rows] == pytest.approx([first_lr] * 2 + [1e-3] * 2 + [5e-4] * 2)
     assert all("loss/bearing" in r for r in rows[:4]) and not any("loss/bearing" in r for r in rows[4:])
-    assert all(r["train/oracle_share"] == 0.0 and "loss/clip_fraction" in r for r in rows[4:])
+    assert all(r["train/teacher_share"] == 0.0 and "loss/clip_fraction" in r for r in rows[4:])
     provenance = json.loads((tmp_path / "one_go" / "config.json").read_text())["provenance"]
     assert [(s["algorithm"], s["frames"]) for s in provenance["stages"]] == [
         ("dagger", 2 * f),
@@ -572,10 +574,10 @@ def test_a_stage_on_other_scenes_restarts_the_environments_and_resumes_exactly(t
     f = FRAMES_PER_UPDATE
     other_scenes = "sim: {max_geodesic: 6.0}, rank_sim_overrides: {0: {scene_families: [apartment]}}"
     stages = (
-        f"finetune=[{{from_frames: {2 * f}, algorithm: dagger, {other_scenes}}},"
+        f"stages=[{{from_frames: {2 * f}, algorithm: dagger, {other_scenes}}},"
         f" {{from_frames: {4 * f}, algorithm: kickstart, ppo: {{critic_warmup_updates: 1}}, {other_scenes}}}]"
     )
-    extra = ("algorithm=dagger", f"imitation.oracle_decay_frames={2 * f}", stages)
+    extra = ("algorithm=dagger", f"imitation.teacher_decay_frames={2 * f}", stages)
     _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=stop_at, extra=extra)
     sim = _newest(tmp_path / "one_go")["workers"][0]["sim"]
     assert sim["config"]["scene_families"] == ["apartment"]
@@ -597,9 +599,7 @@ def test_a_stage_on_other_scenes_restarts_the_environments_and_resumes_exactly(t
 def test_overrides_for_workers_the_run_lacks_are_reported(tmp_path, capsys):
     """A preset made for two workers (the depth preset's large offices on worker 1) still trains on one, and
     says which settings it leaves out and how to run with them."""
-    late = (
-        f"finetune=[{{from_frames: {FRAMES_PER_UPDATE}, rank_sim_overrides: {{2: {{max_geodesic: 6.0}}}}}}]"
-    )
+    late = f"stages=[{{from_frames: {FRAMES_PER_UPDATE}, rank_sim_overrides: {{2: {{max_geodesic: 6.0}}}}}}]"
     overrides = ["rank_sim_overrides={1: {scene_families: [office]}}", "algorithm=dagger", late]
     config = load_config(PRESET, [*TINY, *ADAM, f"total_frames={FRAMES_PER_UPDATE}", *overrides])
     train(config, tmp_path / "run")
@@ -608,15 +608,15 @@ def test_overrides_for_workers_the_run_lacks_are_reported(tmp_path, capsys):
     assert "torchrun --nproc-per-node 3" in out
 
 
-def test_a_checkpoint_written_before_the_shared_config_base_resumes(tmp_path):
-    """Checkpoints written before finetune.algorithm existed (when `finetune` was one mapping), and with
-    ppo.aux_tasks pickled as a tuple, as navzoo wrote them then, resume."""
+def test_a_checkpoint_with_a_one_mapping_stage_and_tuple_aux_tasks_resumes(tmp_path):
+    """Checkpoints whose config holds `stages` as one mapping with no algorithm in it, and ppo.aux_tasks
+    pickled as a tuple, resume."""
     run_dir = tmp_path / "run"
     config = load_config(PRESET, [*TINY, *ADAM, f"total_frames={2 * FRAMES_PER_UPDATE}"])
     train(config, run_dir)
     path = ckpt.latest_checkpoint(run_dir)
     state = torch.load(path, map_location="cpu", weights_only=True)
-    state["config"]["finetune"] = {"from_frames": 0}  # one mapping, and no algorithm in it
+    state["config"]["stages"] = {"from_frames": 0}  # one mapping, and no algorithm in it
     state["config"]["ppo"]["aux_tasks"] = ()
     torch.save(state, path)
     result = train(config.replace(total_frames=3 * FRAMES_PER_UPDATE), run_dir, resume=True)

@@ -432,14 +432,14 @@ def test_transfer_from_an_imitation_trained_base_trains_by_ddppo_from_that_base(
     base = navzoo.load("navzoo-pointnav-depth")
     (record,) = training_records(base.provenance)
     trained = record["train_config"]
-    assert [trained["algorithm"], *(stage["algorithm"] for stage in trained["finetune"])] == [
+    assert [trained["algorithm"], *(stage["algorithm"] for stage in trained["stages"])] == [
         "dagger",
         "dagger",
         "kickstart",
         "kickstart",
     ]
     config = transfer_train_config(base, "flee", FRAMES)
-    assert (config.algorithm, config.finetune, config.init_from) == ("ppo", (), None)
+    assert (config.algorithm, config.stages, config.init_from) == ("ppo", (), None)
     assert config.sim.task == "flee"
     assert (config.ppo.lr, config.ppo.num_mini_batch) == (
         trained["ppo"]["lr"],
@@ -453,7 +453,7 @@ def test_a_base_fine_tuned_by_a_later_run_transfers_with_the_first_run_s_hyper_p
     the PPO settings of the run that trained it from scratch."""
     shipped = navzoo.load("navzoo-pointnav-depth")
     first = shipped.provenance["train_config"]
-    later = {**first, "algorithm": "kickstart", "finetune": [], "init_from": "navzoo-pointnav-depth"}
+    later = {**first, "algorithm": "kickstart", "stages": [], "init_from": "navzoo-pointnav-depth"}
     later["ppo"] = {**first["ppo"], "lr": 1e-4, "critic_warmup_updates": 10, "actor_warmup_updates": 10}
     shipped.save_pretrained(tmp_path / "kickstarted")
     config_file = tmp_path / "kickstarted" / "config.json"

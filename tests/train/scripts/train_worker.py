@@ -23,10 +23,10 @@ from pathlib import Path
 
 import torch
 
-from navzoo.train.callbacks import TrainerCallback
+from navzoo.train.callbacks import TrainerCallback, TrainingRun, TrainResult
 from navzoo.train.config import load_config
 from navzoo.train.distributed import restart_count
-from navzoo.train.trainer import Trainer, TrainResult, train
+from navzoo.train.trainer import train
 
 
 class DumpParams(TrainerCallback):
@@ -34,11 +34,11 @@ class DumpParams(TrainerCallback):
         self.path = path
         self.initial: dict[str, torch.Tensor] = {}
 
-    def on_train_start(self, trainer: Trainer) -> None:
-        self.initial = {k: v.detach().cpu().clone() for k, v in trainer.policy.state_dict().items()}
+    def on_train_start(self, run: TrainingRun) -> None:
+        self.initial = {k: v.detach().cpu().clone() for k, v in run.policy.state_dict().items()}
 
-    def on_train_end(self, trainer: Trainer, result: TrainResult) -> None:
-        final = {k: v.detach().cpu().clone() for k, v in trainer.policy.state_dict().items()}
+    def on_train_end(self, run: TrainingRun, result: TrainResult) -> None:
+        final = {k: v.detach().cpu().clone() for k, v in run.policy.state_dict().items()}
         dump = {"initial": self.initial, "final": final, "updates": result.updates, "frames": result.frames}
         torch.save(dump, self.path)
 
@@ -47,14 +47,14 @@ class SlowSimulator(TrainerCallback):
     def __init__(self, seconds: float):
         self.seconds = seconds
 
-    def on_train_start(self, trainer: Trainer) -> None:
-        step = trainer.sim.step
+    def on_train_start(self, run: TrainingRun) -> None:
+        step = run.sim.step
 
         def slow_step(actions):
             time.sleep(self.seconds)
             return step(actions)
 
-        trainer.sim.step = slow_step
+        run.sim.step = slow_step
 
 
 def main() -> int:

@@ -4,13 +4,12 @@ One vocabulary across navzoo's commands: `--frames`, `--threads`, `--num-envs`, 
 `--scene-families` and `--device` mean the same on every command that has them, and on the training commands
 each is a shortcut for a KEY=VALUE override (`--frames 2e6` is `total_frames=2e6`). Options are applied
 after the overrides given as KEY=VALUE, so an option wins over an override of the same key, on both commands.
-Overrides may also use habitat-baselines' names for the settings both have (HABITAT_KEYS).
+Overrides may also use habitat-baselines' names for the settings both have (navzoo.train.overrides).
 """
 
 from __future__ import annotations
 
 import argparse
-from importlib import resources
 
 import yaml
 
@@ -21,45 +20,8 @@ from navzoo.cli.options import (
     add_threads_option,
     resolution,
 )
+from navzoo.train.overrides import habitat_to_navzoo
 
-# habitat-baselines' keys (habitat-lab's habitat_baselines/config/default_structured_configs.py) for the
-# settings navzoo has under its own name, where they mean the same: environments per worker, frames summed
-# over the workers, updates between checkpoints and between log lines, DD-PPO's sync fraction, the W&B run,
-# and PPO's fields of the same name. (checkpoint_folder is left out: navzoo's run folder holds more than
-# checkpoints; so is ddppo.distrib_backend, whose values are spelt differently.)
-_HABITAT_TOP = {
-    "num_environments": "sim.num_envs",
-    "total_num_steps": "total_frames",
-    "checkpoint_interval": "checkpoint_every",
-    "log_interval": "log_every",
-}
-_HABITAT_PPO = (
-    "num_steps",
-    "ppo_epoch",
-    "num_mini_batch",
-    "clip_param",
-    "value_loss_coef",
-    "entropy_coef",
-    "use_clipped_value_loss",
-    "gamma",
-    "tau",
-    "use_normalized_advantage",
-    "lr",
-    "eps",
-    "max_grad_norm",
-    "use_linear_lr_decay",
-)
-HABITAT_KEYS = {
-    # The top-level ones also without their block, as habitat-baselines' flat configs wrote them.
-    **_HABITAT_TOP,
-    **{f"habitat_baselines.{key}": ours for key, ours in _HABITAT_TOP.items()},
-    "habitat_baselines.rl.ddppo.sync_frac": "distributed.sync_frac",
-    "habitat_baselines.wb.project_name": "wandb.project",
-    "habitat_baselines.wb.entity": "wandb.entity",
-    "habitat_baselines.wb.run_name": "wandb.name",
-    "habitat_baselines.wb.group": "wandb.group",
-    **{f"habitat_baselines.rl.ppo.{key}": f"ppo.{key}" for key in _HABITAT_PPO},
-}
 HABITAT_KEYS_HELP = (
     "habitat-baselines' keys work too: habitat_baselines.num_environments (sim.num_envs), "
     "total_num_steps (total_frames), checkpoint_interval (checkpoint_every), log_interval (log_every), "
@@ -89,19 +51,10 @@ def add_config_options(parser: argparse.ArgumentParser, frames_default: int | No
     )
 
 
-def presets_folder():
-    return resources.files("navzoo.train") / "presets"
-
-
-def preset_names() -> list[str]:
-    files = presets_folder().iterdir()
-    return sorted(f.name.removesuffix(".yaml") for f in files if f.name.endswith(".yaml"))
-
-
 def config_overrides(args: argparse.Namespace) -> list[str]:
     """The KEY=VALUE overrides of a command line in the order they apply: those given, with habitat-baselines'
     keys renamed to navzoo's, then the shortcut options'."""
-    return [*map(_navzoo_key, args.overrides), *_option_overrides(args)]
+    return [*map(habitat_to_navzoo, args.overrides), *_option_overrides(args)]
 
 
 def _option_overrides(args: argparse.Namespace) -> list[str]:
@@ -119,11 +72,6 @@ def _option_overrides(args: argparse.Namespace) -> list[str]:
 
 def print_config(data: dict) -> None:
     print(yaml.safe_dump(data, sort_keys=False), end="")
-
-
-def _navzoo_key(override: str) -> str:
-    key, sep, value = override.partition("=")
-    return f"{HABITAT_KEYS.get(key, key)}{sep}{value}"
 
 
 def _frames(value: float | None) -> int | None:
