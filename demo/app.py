@@ -12,7 +12,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from functools import wraps
+from functools import partial, wraps
 from pathlib import Path
 
 # Before gradio is imported: no telemetry or version check (the demo works offline).
@@ -23,6 +23,7 @@ import numpy as np
 
 from navzoo.agents.baselines import BASELINES
 from navzoo.demo.episodes import TASKS, AgentEntry, load_agent, run_episode
+from navzoo.demo.fetches import Fetches
 from navzoo.demo.sources import MAX_REPLAY_BYTES, Sources, open_bounded
 from navzoo.errors import NavzooError, ReplayError
 from navzoo.evaluation import unique_labels
@@ -45,6 +46,10 @@ PLAY, PAUSE = "▶ Play", "⏸ Pause"
 # away with "queue full" rather than piling up.
 RUNS_AT_ONCE = 2
 OPENS_AT_ONCE = 4
+# Zoo models not cached yet download on threads of their own (navzoo.demo.fetches), not in the run slots:
+# a run waits FETCH_WAIT_S for its model, then frees its slot and asks the visitor to press Run again.
+FETCHES_AT_ONCE = 2
+FETCH_WAIT_S = 3.0
 DRAWS_AT_ONCE = 8
 QUEUE_SIZE = 64
 # System fonts only: the default theme's web fonts would be one more thing to fetch.
@@ -61,11 +66,15 @@ CSS = """
 class Demo:
     """What the page does, without the page: load agents, run episodes, open replays."""
 
-    def __init__(self, models=(), replays=(), device: str = "cpu"):
+    def __init__(self, models=(), replays=(), device: str = "cpu", fetch_wait: float | None = None):
+        """`fetch_wait`: seconds a run waits for a zoo model to download before it answers that the model
+        is still downloading (None: until the download is done)."""
         self.sources = Sources.from_folders(models, replays)
         self.device = device
+        self.fetch_wait = fetch_wait
         self._policies: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._fetches: Fetches[AgentEntry] = Fetches(FETCHES_AT_ONCE)
 
     # --- what there is to choose from ----------------------------------------------------------------
     def model_choices(self) -> list[tuple[str, str]]:
@@ -98,7 +107,11 @@ class Demo:
                 self._policies.move_to_end(key)
                 label, source, policy = self._policies[key]
                 return AgentEntry(label, source, policy)
-        agent = load_agent(self.sources, choice, self.device)
+        if key[0] == "zoo" and choice not in self.sources.local_zoo_models():
+            fetch = partial(load_agent, self.sources, choice, self.device)
+            agent = self._fetches.get(key, choice, fetch, self.fetch_wait)
+        else:
+            agent = load_agent(self.sources, choice, self.device)
         with self._lock:
             self._policies[key] = (agent.label, agent.source, agent.policy)
             while len(self._policies) > MODEL_CACHE:
@@ -259,7 +272,7 @@ def titles(views: list[ReplayView]) -> list[str]:
 # --- the page ---------------------------------------------------------------------------------------
 def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
     """The demo page for the model folders under `models` and the replay files under `replays`."""
-    demo = Demo(models, replays, device)
+    demo = Demo(models, replays, device, fetch_wait=FETCH_WAIT_S)
     model_choices, replay_choices = demo.model_choices(), demo.replay_choices()
     with gr.Blocks(title="navzoo demo", analytics_enabled=False, delete_cache=(600, 3600)) as app:
         gr.Markdown(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
+import math
 import shutil
 import tempfile
 from pathlib import Path
 
 from navzoo.cli.options import add_device_option, resolve_device
 from navzoo.errors import NavzooError
+from navzoo.hub.deadline import DEFAULT_TIMEOUT_S
 from navzoo.names import ACTION_MODES
 
 
@@ -49,25 +52,59 @@ def register(subparsers) -> None:
     parser.add_argument("--token", help="Hub token (default: HF_TOKEN or the one `hf auth login` saved)")
     parser.add_argument("--commit-message", help="commit message (default: a summary of the results)")
     parser.add_argument(
-        "--out", help="write the repository folder here and keep it (default: a temporary folder)"
+        "--out",
+        help="keep a copy of the repository folder here, written once it is complete (default: none); a "
+        "new or empty folder unless --overwrite",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="write into --out even if it holds files (files of the same names are replaced; nothing else "
+        "is deleted)",
     )
     parser.add_argument(
         "--dry-run", action="store_true", help="write the folder (needs --out) but do not upload"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help="give up on a Hub request that makes no progress (no connection, no answer, no bytes sent) "
+        f"for this long (default {DEFAULT_TIMEOUT_S:g}); downloads keep huggingface_hub's "
+        "HF_HUB_ETAG_TIMEOUT and HF_HUB_DOWNLOAD_TIMEOUT",
     )
     add_device_option(parser, "where the evaluation runs")
     parser.set_defaults(run=_run)
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not seconds > 0 or math.isinf(seconds):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return seconds
+
+
 def _run(args) -> None:
     from navzoo.hub.pull import pull
-    from navzoo.hub.push import _commit_message, upload, write_repo_folder
+    from navzoo.hub.push import _commit_message, check_repo_id, upload, write_repo_folder
+    from navzoo.storage.destination import check_destination
 
     if args.dry_run and not args.out:
         raise NavzooError("--dry-run only writes the repository folder: pass --out DIR to say where")
-    staging = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="navzoo-push-"))
+    check_repo_id(args.repo_id)
+    folder = pull(args.folder)
+    if args.out:
+        read = [folder, *([args.eval_dir] if args.eval_dir else [])]
+        check_destination(args.out, overwrite=args.overwrite, sources=read)
+    # Written whole in a folder of its own first: a failure leaves nothing behind in --out.
+    staging = Path(tempfile.mkdtemp(prefix="navzoo-push-"))
     try:
         write_repo_folder(
-            pull(args.folder),
+            folder,
             staging,
             args.repo_id,
             split=args.split,
@@ -78,7 +115,10 @@ def _run(args) -> None:
             base_model=args.base_model,
             device=resolve_device(args.device),
         )
-        print(f"wrote {staging}: {', '.join(sorted(p.name for p in staging.iterdir()))}")
+        names = sorted(p.name for p in staging.iterdir())
+        if args.out:
+            _keep(staging, Path(args.out))
+            print(f"wrote {args.out}: {', '.join(names)}")
         if args.dry_run:
             return
         info = upload(
@@ -89,8 +129,15 @@ def _run(args) -> None:
             create_pr=args.create_pr,
             token=args.token,
             commit_message=args.commit_message or _commit_message(staging),
+            timeout=args.timeout,
         )
         print(f"pushed: {info.pr_url or info.commit_url}")
     finally:
-        if not args.out:
-            shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _keep(staging: Path, out: Path) -> None:
+    """Copy the complete repository folder into `out`, replacing files of the same names only."""
+    out.mkdir(parents=True, exist_ok=True)
+    for file in staging.iterdir():
+        shutil.copyfile(file, out / file.name)

@@ -36,7 +36,7 @@ def run_convert(args: argparse.Namespace) -> int:
     from navzoo.storage.destination import check_destination
     from navzoo.zoo.habitat_checkpoints import export_habitat_checkpoint, habitat_to_policy
 
-    check_destination(args.dst, overwrite=args.overwrite)
+    check_destination(args.dst, overwrite=args.overwrite, sources=[args.src], folder=not args.src.is_dir())
     if args.src.is_dir():
         out = export_habitat_checkpoint(args.src, args.dst)
         print(f"wrote habitat-baselines checkpoint {out}")

@@ -13,7 +13,7 @@ import pytest
 
 import navzoo
 import navzoo.evaluation.replay
-from navzoo.agents.baselines import make_baseline
+from navzoo.agents.baselines import BASELINES, make_baseline
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
 from navzoo.evaluation import evaluate
 from navzoo.evaluation.replay import load_replay, make_replay, render_replay, save_replay
@@ -303,3 +303,42 @@ def test_a_slow_run_does_not_hold_up_others(server, folders, monkeypatch):
         release.set()
     for run in runs:
         assert "| oracle |" in run.result(timeout=30)[2]
+
+
+def test_downloads_do_not_hold_the_run_slots(server, monkeypatch):
+    """Two visitors picking zoo models not downloaded yet get their run slots back within FETCH_WAIT_S,
+    told to press Run again; a third visitor's run goes on while the downloads do, and once a download is
+    done the model runs."""
+    fetching, release = threading.Semaphore(0), threading.Event()
+    real_load = demo_app.load_agent
+
+    def slow_download(sources, choice, device="cpu"):
+        if choice in BASELINES:
+            return real_load(sources, choice, device)
+        fetching.release()
+        release.wait(60)
+        return AgentEntry(choice, "oracle")  # stands in for the downloaded model
+
+    monkeypatch.setattr(Sources, "local_zoo_models", lambda self: [])
+    monkeypatch.setattr(demo_app, "load_agent", slow_download)
+    first, second = navzoo.list_models(pretrained=True)[:2]
+    clients = [gradio_client.Client(server, verbose=False, analytics_enabled=False) for _ in range(3)]
+    try:
+        waits = [
+            c.submit(name, "", "PointGoal", "val", 0, 0, "sampled", api_name="/run_episode")
+            for c, name in zip(clients[:2], (first, second), strict=True)
+        ]
+        for _ in waits:
+            assert fetching.acquire(timeout=20), "a download did not start"
+        for wait, name in zip(waits, (first, second), strict=True):
+            error = wait.result(timeout=demo_app.FETCH_WAIT_S + 15)[0]
+            assert error["visible"] is True and f"{name} is still downloading" in error["value"]
+            assert "press Run again" in error["value"]
+        start = time.perf_counter()
+        ran = clients[2].predict("oracle", "", "PointGoal", "val", 0, 0, "sampled", api_name="/run_episode")
+        assert "| oracle |" in ran[2] and time.perf_counter() - start < 20
+    finally:
+        release.set()
+    ran = clients[0].predict(first, "", "PointGoal", "val", 0, 0, "sampled", api_name="/run_episode")
+    assert ran[0]["visible"] is False and f"| {first} |" in ran[2]
+    assert not fetching.acquire(timeout=0), "the model was downloaded twice"
