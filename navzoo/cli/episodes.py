@@ -22,5 +22,6 @@ def _run_episodes(args) -> None:
 
     config = SimConfig(split=args.split, scene_families=tuple(args.scene_families))
     episodes = episodes_for(config)
+    assert episodes is not None  # val and test (the --split choices) have fixed episodes
     save_episodes(episodes, args.out)
     print(f"wrote {len(episodes)} {args.split} episodes to {args.out}")

@@ -174,6 +174,7 @@ class PolicyConfig(Config):
         for name, most in MAX_SIZES.items():
             if not 1 <= getattr(self, name) <= most:
                 raise ConfigError(name, getattr(self, name), f"an integer in 1 .. {most}")
+        assert self.base_planes is not None  # set by __post_init__ (and checked just above)
         if self.family == "habitat" and self.base_planes % 2:
             raise ConfigError(
                 "base_planes", self.base_planes, "an even number (GroupNorm uses base_planes // 2)"

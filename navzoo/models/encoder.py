@@ -21,16 +21,22 @@ from navzoo.models.se_resnet9 import SEResNet9
 from navzoo.models.simple_cnn import SimpleCNN
 from navzoo.models.timm_encoder import TimmBackbone
 
+# Each has `final_channels` and `output_size(resolution)`, the (h, w) of its output feature map.
+Backbone = GroupNormResNet | SEResNet9 | SimpleCNN | TimmBackbone
 
-def build_backbone(config: PolicyConfig, fetch_timm_weights: bool = True) -> nn.Module:
+
+def build_backbone(config: PolicyConfig, fetch_timm_weights: bool = True) -> Backbone:
+    backbone, base_planes = config.backbone, config.base_planes
+    # A blind policy has no visual encoder; PolicyConfig.__post_init__ sets base_planes.
+    assert backbone is not None and base_planes is not None
     if config.family == "habitat":
-        return GroupNormResNet(config.backbone, config.in_channels, config.base_planes)
+        return GroupNormResNet(backbone, config.in_channels, base_planes)
     if config.family == "bps":
-        return SEResNet9(config.in_channels, config.base_planes)
+        return SEResNet9(config.in_channels, base_planes)
     if config.family == "simple":
         return SimpleCNN(config.in_channels)
     pretrained = config.timm_pretrained and fetch_timm_weights
-    return TimmBackbone(config.backbone[len(TIMM_PREFIX) :], config.visual_sensors, pretrained)
+    return TimmBackbone(backbone[len(TIMM_PREFIX) :], config.visual_sensors, pretrained)
 
 
 class VisualEncoder(nn.Module):
@@ -50,6 +56,7 @@ class VisualEncoder(nn.Module):
             self.compression = nn.Identity()
         elif config.family == "bps":
             # BPS: ~1024 values, channels a multiple of the group count, biased conv and no normalisation.
+            assert config.base_planes is not None  # set by PolicyConfig.__post_init__
             channels = compression_channels(1024, spatial, multiple=config.base_planes // 2)
             self.compression = nn.Sequential(
                 nn.Conv2d(self.backbone.final_channels, channels, 3, padding=1), nn.ReLU(True)

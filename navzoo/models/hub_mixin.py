@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import tempfile
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import torch
 from huggingface_hub import HfApi, ModelCard, ModelCardData, ModelHubMixin
@@ -27,9 +27,14 @@ from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
 
 from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError
 from navzoo.models import weights
+from navzoo.models.configuration import PolicyConfig
 from navzoo.models.metadata import ModelMetadata
 from navzoo.names import SEEN_MAP
 from navzoo.storage.hf_hub import HF_HUB_PREFIX, hub_folder
+
+if TYPE_CHECKING:
+    from navzoo.models.interface import NavigationPolicy
+    from navzoo.models.policy import ActorCritic
 
 HUB_REPO_ID = re.compile(r"[\w-][\w.-]*/[\w-][\w.-]*")
 CARD_NAME = "README.md"
@@ -58,7 +63,13 @@ policy = navzoo.load("{{ "hf-hub:" ~ repo_id if repo_id else "path/to/this/folde
 )
 
 Policy = TypeVar("Policy", bound="PolicyHubMixin")
-_POLICY_CLASSES: dict[type, type[PolicyHubMixin]] = {}  # config class -> the policy class built from it
+_POLICY_CLASSES: dict[type, type[ActorCritic]] = {}  # config class -> the policy class built from it
+
+
+def register_policy_class(config_class: type, policy_class: type[ActorCritic]) -> None:
+    """Make `policy_class` the one class_for gives for a `config_class` (ActorCritic registers each
+    subclass that names its config_class)."""
+    _POLICY_CLASSES[config_class] = policy_class
 
 
 class PolicyHubMixin(
@@ -72,19 +83,15 @@ class PolicyHubMixin(
 
     config_class: ClassVar[type | None] = None
 
-    def __init_subclass__(cls, **kwargs: Any):
-        super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("config_class") is not None:
-            _POLICY_CLASSES[cls.config_class] = cls
-
     @staticmethod
-    def class_for(config: Any) -> type[PolicyHubMixin]:
+    def class_for(config: Any) -> type[ActorCritic]:
         """The policy class an architecture config builds."""
         if type(config) not in _POLICY_CLASSES:
             raise ConfigError("architecture", type(config).__name__, [c.__name__ for c in _POLICY_CLASSES])
         return _POLICY_CLASSES[type(config)]
 
-    def _save_pretrained(self, save_directory: Path) -> None:
+    # `self: NavigationPolicy`: the methods below use what the policy class this is mixed into provides.
+    def _save_pretrained(self: NavigationPolicy, save_directory: Path) -> None:
         weights.save_pretrained(self, save_directory)
 
     def push_to_hub(
@@ -125,10 +132,10 @@ class PolicyHubMixin(
                 delete_patterns=delete_patterns,
             )
 
-    def generate_model_card(self, *args, **kwargs) -> ModelCard:
+    def generate_model_card(self: NavigationPolicy, *args, **kwargs) -> ModelCard:
         config = self.config
         sensors = ", ".join(config.visual_sensors) or "no camera"
-        if SEEN_MAP in config.sensors:
+        if isinstance(config, PolicyConfig) and SEEN_MAP in config.sensors:
             size, cell = config.seen_map_size, config.seen_map_cell
             sensors += f", {SEEN_MAP} ({size}x{size} squares of {cell:g} m)"
         architecture = (
@@ -258,9 +265,10 @@ def merge_card(generated: ModelCard, existing: ModelCard | None) -> ModelCard:
     or by navzoo before it had one) keeps its text below the new block."""
     if existing is None:
         return generated
-    metadata = {**existing.data.to_dict(), **generated.data.to_dict()}
-    tags = [*generated.data.tags, *(t for t in existing.data.tags or [] if t not in generated.data.tags)]
-    metadata["tags"] = tags
+    ours, theirs = generated.data.to_dict(), existing.data.to_dict()
+    metadata = {**theirs, **ours}
+    tags = ours.get("tags") or []
+    metadata["tags"] = [*tags, *(t for t in theirs.get("tags") or [] if t not in tags)]
     block = generated.text.strip()
     text = existing.text
     if CARD_BEGIN in text and CARD_END in text:

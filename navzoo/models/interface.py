@@ -25,18 +25,22 @@ class PolicyArchitecture(Protocol):
     @property
     def metadata(self) -> ModelMetadata:
         """Name, task and provenance."""
+        ...
 
     @property
     def sensors(self) -> tuple[str, ...]:
         """Every observation the policy reads."""
+        ...
 
     @property
     def visual_sensors(self) -> tuple[str, ...]:
         """The cameras among them: what the simulator must render."""
+        ...
 
     @property
     def resolution(self) -> tuple[int, int] | None:
         """(height, width) of the cameras; None without one."""
+        ...
 
     @property
     def is_blind(self) -> bool: ...
@@ -44,6 +48,7 @@ class PolicyArchitecture(Protocol):
     @property
     def has_goal(self) -> bool:
         """Whether it reads the GPS+Compass goal sensor."""
+        ...
 
     @property
     def backbone(self) -> str | None: ...
@@ -51,6 +56,7 @@ class PolicyArchitecture(Protocol):
     @property
     def hidden_size(self) -> int:
         """Width of the recurrent output both heads read (and auxiliary heads in training)."""
+        ...
 
     @property
     def num_recurrent_layers(self) -> int: ...
@@ -63,6 +69,7 @@ class PolicyArchitecture(Protocol):
 
     def to_dict(self) -> dict[str, Any]:
         """The architecture block of config.json."""
+        ...
 
 
 @runtime_checkable
@@ -88,9 +95,15 @@ class NavigationPolicy(Protocol):
     @property
     def visual_encoder(self) -> VisualEncoder | None:
         """The encoder of its cameras; a frozen one lets training store features instead of images."""
+        ...
 
     def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
         """The recurrent state [batch_size, *hidden_state_shape] of episodes that have not begun."""
+        ...
+
+    def state_dict(self) -> dict[str, Any]:
+        """nn.Module's: its parameters and buffers by name, what the weight format stores."""
+        ...
 
     def __call__(
         self,

@@ -9,12 +9,17 @@ corridors it has already walked.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 
 from navzoo.errors import NavzooError
 from navzoo.models.configuration import MAP_DOWNSCALE
-from navzoo.names import SEEN_MAP_CHANNELS
+from navzoo.names import SEEN_MAP, SEEN_MAP_CHANNELS
+
+if TYPE_CHECKING:
+    from navzoo.models.policy import PointNavPolicy
 
 # Channels of the 3x3 stride-2 convolutions: each halves the map, MAP_DOWNSCALE times in all.
 LAYERS = (32, 64, 64)
@@ -39,7 +44,7 @@ class SeenMapEncoder(nn.Module):
         return self.net(seen_map.permute(0, 3, 1, 2))
 
 
-def add_seen_map(source: nn.Module, policy: nn.Module) -> dict[str, torch.Tensor]:
+def add_seen_map(source: nn.Module, policy: PointNavPolicy) -> dict[str, torch.Tensor]:
     """The state dict of `policy`, which reads the seen_map, from `source`, the same policy without it.
 
     Every tensor comes from `source` except the map encoder, which keeps `policy`'s initialisation, and the
@@ -48,6 +53,10 @@ def add_seen_map(source: nn.Module, policy: nn.Module) -> dict[str, torch.Tensor
     to read the map.
     """
     columns = policy.net.seen_map_columns
+    if columns is None:
+        raise NavzooError(
+            f"add_seen_map: the policy does not read the {SEEN_MAP} sensor, so it has no map to add"
+        )
     target = policy.state_dict()
     grown = dict(source.state_dict())
     inputs = "net.state_encoder.rnn.weight_ih_l0"  # only the first recurrent layer reads the inputs

@@ -33,6 +33,7 @@ class NeuralControllerPolicy(ActorCritic):
     """Planner + frozen PointGoal controller, trained as one actor-critic with PPO."""
 
     config_class = NeuralControllerConfig
+    config: NeuralControllerConfig
 
     def __init__(
         self,
@@ -56,10 +57,10 @@ class NeuralControllerPolicy(ActorCritic):
         # backward (the planner's gradient passes through the controller's) only in train mode. Nothing
         # in it behaves differently in train mode except the encoder, which freeze() keeps in eval mode.
         self.controller.requires_grad_(False)
-        self.controller.visual_encoder.freeze()
+        self.visual_encoder.freeze()
         hidden = config.hidden_size
         self.visual_fc = nn.Sequential(
-            nn.Flatten(), nn.Linear(self.controller.visual_encoder.output_size, hidden), nn.ReLU(True)
+            nn.Flatten(), nn.Linear(self.visual_encoder.output_size, hidden), nn.ReLU(True)
         )
         self.prev_action_embedding = nn.Embedding(config.num_actions + 1, 32)
         self.state_encoder = RNNStateEncoder(
@@ -72,7 +73,9 @@ class NeuralControllerPolicy(ActorCritic):
 
     @property
     def visual_encoder(self) -> VisualEncoder:
-        return self.controller.visual_encoder
+        encoder = self.controller.visual_encoder
+        assert encoder is not None  # NeuralControllerConfig.validate refuses a blind controller
+        return encoder
 
     @property
     def hidden_state_shape(self) -> tuple[int, int]:

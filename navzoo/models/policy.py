@@ -21,6 +21,8 @@ implement navzoo.models.interface.NavigationPolicy.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 from torch.distributions import Categorical
@@ -28,11 +30,12 @@ from torch.distributions import Categorical
 from navzoo.errors import ObservationError
 from navzoo.models.configuration import GOAL_SENSOR, SENSOR_CHANNELS, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
-from navzoo.models.hub_mixin import PolicyHubMixin
+from navzoo.models.hub_mixin import PolicyHubMixin, register_policy_class
 from navzoo.models.map_encoder import EMBEDDING_SIZE as MAP_EMBEDDING_SIZE
 from navzoo.models.map_encoder import SeenMapEncoder
 from navzoo.models.outputs import ActResult, EvaluateResult, PolicyOutput
 from navzoo.models.state_encoder import RNNStateEncoder
+from navzoo.models.weights import ModelConfig
 from navzoo.names import SEEN_MAP, SEEN_MAP_CHANNELS
 
 # Precomputed output of the visual encoder may be passed under this key instead of images (habitat's name).
@@ -66,6 +69,8 @@ class CriticHead(nn.Module):
 
 
 class PointNavNet(nn.Module):
+    dummy_goal: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(self, config: PolicyConfig, fetch_timm_weights: bool = True):
         super().__init__()
         rnn_input = 32
@@ -81,6 +86,7 @@ class PointNavNet(nn.Module):
         # add_seen_map grows a policy without the map into one with it there).
         self.seen_map_columns: slice | None = None
         if config.has_seen_map:
+            assert config.seen_map_size is not None  # PolicyConfig.validate checks it with the sensor
             self.map_encoder = SeenMapEncoder(config.seen_map_size)
             # forward() puts it right after the camera's embedding
             self.seen_map_columns = slice(config.hidden_size, config.hidden_size + MAP_EMBEDDING_SIZE)
@@ -112,6 +118,7 @@ class PointNavNet(nn.Module):
             visual = observations.get(VISUAL_FEATURES_KEY)
             if visual is None:
                 visual = self.visual_encoder(observations)
+            assert self.visual_fc is not None  # built with the visual encoder
             embedding = self.visual_fc(visual)
             inputs.append(embedding)
         if self.map_encoder is not None:
@@ -140,6 +147,15 @@ class ActorCritic(nn.Module, PolicyHubMixin):
     `from_pretrained` and `push_to_hub` come from navzoo.models.hub_mixin.
     """
 
+    config: ModelConfig  # each subclass declares its own config class
+    critic: CriticHead  # the value head (PPO's critic warm-up trains it alone)
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        config_class = cls.__dict__.get("config_class")
+        if config_class is not None:
+            register_policy_class(config_class, cls)
+
     # What the model is, read from its config (navzoo.models.metadata).
     @property
     def name(self) -> str | None:
@@ -156,6 +172,11 @@ class ActorCritic(nn.Module, PolicyHubMixin):
 
     @property
     def hidden_state_shape(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    @property
+    def visual_encoder(self) -> VisualEncoder | None:
+        """The encoder of its cameras; None for a blind policy."""
         raise NotImplementedError
 
     def initial_state(self, batch_size: int, device: torch.device | str | None = None) -> torch.Tensor:
@@ -242,6 +263,7 @@ class PointNavPolicy(ActorCritic):
     """Actor-critic for PointGoal navigation; see the module docstring for shapes."""
 
     config_class = PolicyConfig
+    config: PolicyConfig
 
     def __init__(self, config: PolicyConfig, *, fetch_timm_weights: bool = True):
         """`fetch_timm_weights=False` builds a timm encoder without fetching the ImageNet weights that
@@ -323,10 +345,12 @@ class PointNavPolicy(ActorCritic):
             self._check_visual(observations, lead)
         if self.config.has_seen_map:
             size = self.config.seen_map_size
+            assert size is not None  # PolicyConfig.validate checks it with the sensor
             shape = (*lead, size, size, SEEN_MAP_CHANNELS)
             _check(observations, SEEN_MAP, shape, "a float map of 0s and 1s", floating=True)
 
     def _check_visual(self, observations: dict[str, torch.Tensor], lead: tuple[int, ...]) -> None:
+        assert self.config.resolution is not None  # PolicyConfig.validate: every camera policy has one
         h, w = self.config.resolution
         for sensor in self.config.visual_sensors:
             shape = (*lead, h, w, SENSOR_CHANNELS[sensor])

@@ -110,6 +110,11 @@ class GroupNormResNet(nn.Module):
     """7x7/2 stem, 3x3/2 max-pool, four stages; output stride 32, `final_channels` channels."""
 
     reduction = 32
+    # The four stages, added by name in __init__ (habitat's layer1 .. layer4).
+    layer1: nn.Sequential
+    layer2: nn.Sequential
+    layer3: nn.Sequential
+    layer4: nn.Sequential
 
     def __init__(self, name: str, in_channels: int, base_planes: int = 32, ngroups: int | None = None):
         super().__init__()

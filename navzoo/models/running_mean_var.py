@@ -13,6 +13,10 @@ from torch import nn
 
 
 class RunningMeanAndVar(nn.Module):
+    _mean: torch.Tensor  # buffers, registered in __init__
+    _var: torch.Tensor
+    _count: torch.Tensor
+
     def __init__(self, n_channels: int):
         super().__init__()
         self.register_buffer("_mean", torch.zeros(1, n_channels, 1, 1))

@@ -42,7 +42,9 @@ class FixupSEBasicBlock(nn.Module):
         nn.init.normal_(w, 0.0, math.sqrt(2 / (w.shape[0] * math.prod(w.shape[2:]))) * num_blocks**-0.5)
         nn.init.zeros_(self.conv2.weight)
         if self.downsample is not None:
-            w = self.downsample[-1].weight
+            shortcut = self.downsample[-1]
+            assert isinstance(shortcut, nn.Conv2d)  # after the optional pool (see __init__)
+            w = shortcut.weight
             nn.init.normal_(w, 0.0, math.sqrt(2 / (w.shape[0] * math.prod(w.shape[2:]))))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -61,7 +63,7 @@ class SEResNet9(nn.Module):
     def __init__(self, in_channels: int, base_planes: int = 64):
         super().__init__()
         # Imported here: importing timm takes ~2 s, which `import navzoo` should not pay.
-        from timm.layers import SpaceToDepth
+        from timm.layers.space_to_depth import SpaceToDepth
 
         self.stem = nn.Sequential(
             SpaceToDepth(4), nn.Conv2d(in_channels * 16, base_planes, 1, bias=False), nn.ReLU(True)
@@ -79,7 +81,8 @@ class SEResNet9(nn.Module):
 
     @staticmethod
     def output_size(size: tuple[int, int]) -> tuple[int, int]:
-        return tuple(-(-(s // 4) // 8) for s in size)
+        h, w = size
+        return (-(-(h // 4) // 8), -(-(w // 4) // 8))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.stem(x)

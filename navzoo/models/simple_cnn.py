@@ -28,13 +28,15 @@ class SimpleCNN(nn.Module):
             if isinstance(layer, nn.Conv2d):
                 # habitat's layer_init passes the ReLU gain as kaiming_normal_'s `a`; kept for parity.
                 nn.init.kaiming_normal_(layer.weight, nn.init.calculate_gain("relu"))
+                assert layer.bias is not None  # Conv2d's default bias=True
                 nn.init.zeros_(layer.bias)
 
     @staticmethod
     def output_size(size: tuple[int, int]) -> tuple[int, int]:
+        h, w = size
         for _, kernel, stride in LAYERS:
-            size = tuple((s - kernel) // stride + 1 for s in size)
-        return size
+            h, w = (h - kernel) // stride + 1, (w - kernel) // stride + 1
+        return h, w
 
     def forward(self, x):
         return self.cnn(x)

@@ -8,6 +8,8 @@ would get. With `in_chans` other than 3, timm adapts the pretrained first conv (
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
@@ -15,6 +17,9 @@ from navzoo.errors import ConfigError
 
 
 class TimmBackbone(nn.Module):
+    mean: torch.Tensor  # buffers, registered in __init__
+    std: torch.Tensor
+
     def __init__(self, model_name: str, visual_sensors: tuple[str, ...], pretrained: bool = False):
         super().__init__()
         # Imported here: importing timm takes ~2 s, which `import navzoo` should not pay.
@@ -25,7 +30,9 @@ class TimmBackbone(nn.Module):
                 "backbone", f"timm:{model_name}", "'timm:' followed by a name from timm.list_models()"
             )
         in_chans = sum(1 if s == "depth" else 3 for s in visual_sensors)
-        self.model = timm.create_model(
+        # Any: every timm model has pretrained_cfg, num_features and forward_features, which
+        # create_model's declared return type (nn.Module) does not.
+        self.model: Any = timm.create_model(
             model_name, pretrained=pretrained, num_classes=0, global_pool="", in_chans=in_chans
         )
         cfg = self.model.pretrained_cfg
@@ -41,7 +48,7 @@ class TimmBackbone(nn.Module):
         # Fixed statistics come from the timm config, so they are not saved with the weights.
         self.register_buffer("mean", torch.tensor(mean).view(1, -1, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(std).view(1, -1, 1, 1), persistent=False)
-        self.final_channels = self.model.num_features
+        self.final_channels: int = self.model.num_features
 
     def output_size(self, size: tuple[int, int]) -> tuple[int, int]:
         # Strides and paddings differ between timm families, so measure instead of computing.

@@ -14,6 +14,7 @@ bit-identically.
 """
 
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -61,6 +62,10 @@ _STATE_CONFIG = (
 
 class BatchSim:
     """A batch of environments of one task and split. See the module docstring for the data layout."""
+
+    # The state the Explore task keeps here (navzoo.tasks.explore: its allocate() creates it).
+    visit_shape: tuple[int, int]  # (rows, cols) of its 1 m cells
+    visited: torch.Tensor  # [N, rows, cols] bool: the cells each episode has visited
 
     def __init__(self, config: SimConfig, episodes: list[Episode] | None = None):
         self.config = config
@@ -161,14 +166,15 @@ class BatchSim:
         truncated = (self.steps >= cfg.max_episode_steps) & ~stop
         done = stop | truncated
         metrics.update(self._episode_metrics())
-        info = {"collided": collided, "truncated": truncated, "metrics": metrics}
+        info: dict[str, Any] = {"collided": collided, "truncated": truncated, "metrics": metrics}
         if bool(done.any()):
-            info["episode"] = {k: v.clone() for k, v in metrics.items()}
-            info["episode"]["position"] = self.pos.clone()  # where each episode ended, before the reset below
-            info["episode"]["heading"] = self.heading.clone()
+            episode: dict[str, Any] = {k: v.clone() for k, v in metrics.items()}
+            info["episode"] = episode
+            episode["position"] = self.pos.clone()  # where each episode ended, before the reset below
+            episode["heading"] = self.heading.clone()
             finished = torch.nonzero(done).squeeze(1)
             if final_observations:  # mapping the same images again below adds nothing to the seen_map
-                info["episode"]["observation"] = self._observe(see=True)
+                episode["observation"] = self._observe(see=True)
             self._start_episodes(finished)
         return self._observe(see=True), reward, done, info
 
@@ -267,9 +273,8 @@ class BatchSim:
     # --- episodes --------------------------------------------------------------------------------------
     def _start_episodes(self, envs: torch.Tensor) -> None:
         pool = self.pool
-        u = None if self.fixed else self._uniform(envs, 4)  # drawn before the counter moves on
-        self.episode_counter[envs] += 1
-        if self.fixed:
+        if self.episodes is not None:  # self.fixed
+            self.episode_counter[envs] += 1
             index = (envs + (self.episode_counter[envs] - 1) * self.num_envs) % len(self.episodes)
             table = pool.episodes
             self.episode_index[envs] = index
@@ -279,6 +284,8 @@ class BatchSim:
             self.goal[envs] = table["goal"][index]
             self.field[envs] = table["field"][index]
         else:
+            u = self._uniform(envs, 4)  # drawn before the counter moves on
+            self.episode_counter[envs] += 1
             active = pool.active_slots()
             slot = active[(u[:, 0] * len(active)).long().clamp_max(len(active) - 1)]
             anchors = pool.anchors_xy.shape[1]

@@ -333,9 +333,10 @@ def _info(value) -> dict:
 def _numbers(value, length: int, name: str) -> list[float]:
     """`value` as `length` finite floats; ValueError naming the field otherwise."""
     numbers = [_number(v) for v in value] if isinstance(value, list) else []
-    if len(numbers) != length or not all(n is not None and math.isfinite(n) for n in numbers):
+    finite = [n for n in numbers if n is not None and math.isfinite(n)]
+    if len(numbers) != length or len(finite) != length:
         raise ValueError(f"{name} is {reprlib.repr(value)}, expected a list of {length} finite numbers")
-    return numbers
+    return finite
 
 
 def _unit_quaternion(value) -> list[float]:

@@ -163,7 +163,7 @@ class ScenePool:
 
     def _allocate(self, rows: int, cols: int, fields: int, max_rooms: int) -> None:
         p, dev = self.slots_count, self.device
-        self.assets: list[SceneAssets | None] = [None] * p
+        self.assets: list[SceneAssets] = []  # of each slot; _write_scene fills them in order
         self.atlas = SceneAtlas(
             heights=torch.full((p, rows, cols), 3.0, device=dev),
             materials=torch.full((p, rows, cols), -1, dtype=torch.long, device=dev),
@@ -191,7 +191,10 @@ class ScenePool:
             scene.wall_materials.astype(np.int64)
         )
         atlas.ceiling[slot] = scene.ceiling_height
-        self.assets[slot] = assets
+        if slot == len(self.assets):  # the slot's first scene: construction fills the slots in order
+            self.assets.append(assets)
+        else:
+            self.assets[slot] = assets
 
     def _write_field(self, index: int, field: np.ndarray) -> None:
         rows, cols = field.shape
@@ -219,6 +222,7 @@ class ScenePool:
     # --- rotation of training scenes -----------------------------------------------------------------
     def _prefetch(self) -> None:
         sid = train_scene_id(self.config, self.next_scene)
+        assert self._executor is not None  # a rotating pool has one until close()
         self._pending = self._executor.submit(_assets, self.config, sid)
 
     def active_slots(self) -> torch.Tensor:
@@ -285,8 +289,9 @@ class ScenePool:
             self._prefetch()
 
     def close(self) -> None:
-        if getattr(self, "_executor", None) is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+        executor: ThreadPoolExecutor | None = getattr(self, "_executor", None)
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
 
 

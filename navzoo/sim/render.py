@@ -112,6 +112,7 @@ def observe(
         z = hits.z.permute(0, 2, 1).flip(1)  # [N, H, W], top row first
         observations["depth"] = ((z.clamp(low, high) - low) / (high - low))[..., None]
     if "rgb" in sensors:
+        assert extra is not None  # cast gives the surfaces when asked for them
         observations["rgb"] = shade(hits, *extra, materials, n, camera.width, camera.height)
     return observations
 
@@ -164,7 +165,9 @@ def _observe_numba(atlas, camera, materials, slots, pos, heading, eye_height, de
     )
     low, high = depth_range
     # The kernel's threads follow torch's intra-op setting (a training worker's torch_threads).
-    threads = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)
+    # numba.config is numba's documented spelling; its settings are set from the environment at import, so
+    # the type checker sees neither the re-export nor the attribute.
+    threads = min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)  # pyright: ignore[reportPrivateImportUsage, reportAttributeAccessIssue]
     kernel = raycast_cpu.render_serial
     if threads > 1:
         numba.set_num_threads(threads)
@@ -409,6 +412,7 @@ def shade(hits: Hits, surface, geometry, table: dict[str, torch.Tensor], n: int,
     px = geometry["gx"][:, None] + geometry["dx"][:, None] * t.clamp_max(1e3)
     py = geometry["gy"][:, None] + geometry["dy"][:, None] * t.clamp_max(1e3)
     pz = geometry["eye"] + geometry["slope"] * t.clamp_max(1e3)
+    assert hits.kind is not None  # cast with_surfaces, as for every shaded image
     kind = hits.kind.reshape(n * w, h)
     u = torch.where(kind == FACE_X, py, px)
     v = torch.where((kind == FACE_X) | (kind == FACE_Y), pz, py)

@@ -42,8 +42,8 @@ FAMILIES = {
 }
 assert tuple(FAMILIES) == SCENE_FAMILIES
 
-# name, footprint (cells along x, cells along y), height range in metres
-FURNITURE_CATALOG = (
+# name, footprint (cells along x, cells along y), height range in metres (None: up to the ceiling)
+FURNITURE_CATALOG: tuple[tuple[str, tuple[int, int], tuple[float, float] | None], ...] = (
     ("bed", (8, 6), (0.45, 0.6)),
     ("sofa", (8, 3), (0.7, 0.9)),
     ("table", (5, 3), (0.72, 0.78)),
@@ -54,7 +54,7 @@ FURNITURE_CATALOG = (
     ("plant", (2, 2), (1.0, 1.5)),
     ("counter", (6, 3), (0.9, 0.95)),
     ("partition", (6, 1), (1.2, 1.5)),
-    ("pillar", (2, 2), (None, None)),  # reaches the ceiling
+    ("pillar", (2, 2), None),  # reaches the ceiling
 )
 
 
@@ -285,7 +285,7 @@ def _furnish(scene: Scene, plan: _FloorPlan, family: Family, rng: np.random.Gene
         r0, r1, c0, c1 = rect
         area = (r1 - r0) * (c1 - c0) * CELL_SIZE**2
         for _ in range(rng.poisson(area * family.furniture_per_m2)):
-            name, (w, d), (h_lo, h_hi) = catalog[rng.integers(len(catalog))]
+            name, (w, d), heights = catalog[rng.integers(len(catalog))]
             if rng.random() < 0.5:
                 w, d = d, w
             if d > r1 - r0 - 2 or w > c1 - c0 - 2:
@@ -297,7 +297,7 @@ def _furnish(scene: Scene, plan: _FloorPlan, family: Family, rng: np.random.Gene
             box = (slice(fr, fr + d), slice(fc, fc + w))
             if reserved[box].any() or (scene.heights[box] != 0).any():
                 continue
-            height = scene.ceiling_height if h_lo is None else float(rng.uniform(h_lo, h_hi))
+            height = scene.ceiling_height if heights is None else float(rng.uniform(*heights))
             scene.heights[box] = height
             if _largest_component(scene.heights == 0) != free_cells - d * w:
                 scene.heights[box] = 0.0  # it would cut the floor apart
@@ -308,5 +308,6 @@ def _furnish(scene: Scene, plan: _FloorPlan, family: Family, rng: np.random.Gene
 
 
 def _largest_component(free: np.ndarray) -> int:
-    labels, count = ndimage.label(free)
+    # Without `output`, label returns (labels, count); scipy has no type hints to say so.
+    labels, count = ndimage.label(free)  # pyright: ignore[reportGeneralTypeIssues]
     return int(np.bincount(labels.ravel())[1:].max()) if count else 0

@@ -35,15 +35,19 @@ class SimTask(Protocol[Sim]):
 
     def allocate(self, sim: Sim) -> None:
         """Create the per-environment tensors the task keeps (its names are in `state_tensors`)."""
+        ...
 
     def begin(self, sim: Sim, envs: torch.Tensor) -> None:
         """Set the task's per-episode state of `envs` whose episodes start (positions are already set)."""
+        ...
 
     def step(self, sim: Sim, stop: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """After the agents moved: the reward [N] and the task's metrics of every environment."""
+        ...
 
     def observations(self, sim: Sim, envs: torch.Tensor | slice) -> dict[str, torch.Tensor]:
         """The task's sensors besides the cameras, for the listed environments."""
+        ...
 
 
 # name -> the task, or the module that registers it when imported

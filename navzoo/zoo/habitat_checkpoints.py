@@ -138,10 +138,11 @@ def habitat_to_policy(
     """
     path = Path(path)
     state = read_habitat_checkpoint(path)
-    entry = model_entry(model) if model else _released_entry(path.name)
     if model:
+        entry = model_entry(model)
         config = entry.config
     else:
+        entry = _released_entry(path.name)
         config = infer_config(state)
         if entry is not None and config != entry.config:
             entry = None  # named like a released file but holds something else: no borrowed provenance

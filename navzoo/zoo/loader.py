@@ -30,7 +30,6 @@ from navzoo.zoo.habitat_release import cached_release, release_folder
 from navzoo.zoo.registry import (
     HABITAT_RELEASE,
     HUB,
-    PACKAGE,
     ModelEntry,
     entries,
     find_entry,
@@ -59,16 +58,17 @@ def list_models(
 
 
 def _is_local(entry: ModelEntry) -> bool:
-    if entry.weights_source == PACKAGE:
+    # In the order of ModelEntry.weights_source: PACKAGE, HABITAT_RELEASE, HUB.
+    if entry.packaged is not None:
         return True
-    if entry.weights_source == HABITAT_RELEASE:
+    if entry.release_file is not None:
         return cached_release(entry.release_file) is not None
-    if entry.weights_source == HUB:
+    if entry.hub_repo is not None:
         return is_cached(entry.hub_repo)
     return False
 
 
-def create_model(name: str, pretrained: bool = False, **overrides: Any) -> PointNavPolicy:
+def create_model(name: str, pretrained: bool = False, **overrides: Any) -> ActorCritic:
     """Build a zoo architecture; `pretrained=True` also loads its weights (see `load`).
 
     Keyword overrides change fields of the entry's PolicyConfig (e.g. resolution=(128, 128)); they
@@ -217,9 +217,10 @@ def entry_folder(
         )
     if revision is not None and source != HUB:
         raise ConfigError("revision", revision, f"None: {name}'s weights are not in a Hub repository")
-    if source == PACKAGE:
+    if entry.packaged is not None:  # source == PACKAGE
         return entry.packaged
     if source == HABITAT_RELEASE:
         return release_folder(entry, cache_dir=cache_dir, local_files_only=local_files_only)
+    assert entry.hub_repo is not None  # source == HUB
     hub = {"revision": revision, "cache_dir": cache_dir, "local_files_only": local_files_only}
     return hub_folder(entry.hub_repo, **hub, how_to_get=f"When online, run `navzoo pull {name}`.")

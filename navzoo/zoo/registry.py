@@ -291,6 +291,7 @@ PACKAGED_WEIGHTS = Path(__file__).parent / "weights"
 def _shipped(name: str, description: str) -> None:
     folder = PACKAGED_WEIGHTS / name
     config, _ = read_config(folder)
+    assert isinstance(config, PolicyConfig)  # navzoo ships PointGoal-style policies only
     record = config.metadata.provenance or {}
     # A run started from another's weights (init_from) counts that run's frames too, and so on down.
     runs = training_records(record)
@@ -339,8 +340,12 @@ def find_entry(name: str) -> ModelEntry | None:
     if name in _REGISTRY:
         return _REGISTRY[name]
     stem = name.removesuffix(".pth")
-    released = (e for e in _REGISTRY.values() if e.release_file is not None)
-    return next((e for e in released if e.release_file.removesuffix(".pth") == stem), None)
+    released = (
+        e
+        for e in _REGISTRY.values()
+        if e.release_file is not None and e.release_file.removesuffix(".pth") == stem
+    )
+    return next(released, None)
 
 
 def unknown_model_message(name: str) -> str:
