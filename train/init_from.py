@@ -7,7 +7,7 @@ from typing import Any
 
 from navzoo.errors import ConfigError
 from navzoo.models import ActorCritic
-from navzoo.models.map_encoder import add_seen_map
+from navzoo.models.add_seen_map import add_seen_map
 from navzoo.names import SEEN_MAP
 from navzoo.train.config_blocks import TEACHER_ALGORITHMS
 from navzoo.train.stage_config import recipe_algorithms

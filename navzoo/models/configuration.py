@@ -114,7 +114,7 @@ class PolicyConfig(Config):
         return SEEN_MAP in self.sensors
 
     def without_seen_map(self) -> PolicyConfig:
-        """The same architecture without the seen_map sensor (what navzoo.models.map_encoder.add_seen_map
+        """The same architecture without the seen_map sensor (what navzoo.models.add_seen_map
         grows from)."""
         sensors = tuple(s for s in self.sensors if s != SEEN_MAP)
         return self.replace(sensors=sensors, seen_map_size=None, seen_map_cell=None)

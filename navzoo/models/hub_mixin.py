@@ -19,22 +19,20 @@ from __future__ import annotations
 import re
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import torch
 from huggingface_hub import HfApi, ModelCard, ModelCardData, ModelHubMixin
 from huggingface_hub.errors import EntryNotFoundError, RevisionNotFoundError
 
-from navzoo.errors import ConfigError, UnknownModelError, WeightsFormatError
+from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.models import weights
 from navzoo.models.configuration import PolicyConfig
-from navzoo.models.metadata import ModelMetadata
 from navzoo.names import SEEN_MAP
 from navzoo.storage.hf_hub import HF_HUB_PREFIX, hub_folder
 
 if TYPE_CHECKING:
     from navzoo.models.interface import NavigationPolicy
-    from navzoo.models.policy import ActorCritic
 
 HUB_REPO_ID = re.compile(r"[\w-][\w.-]*/[\w-][\w.-]*")
 CARD_NAME = "README.md"
@@ -62,14 +60,8 @@ policy = navzoo.load("{{ "hf-hub:" ~ repo_id if repo_id else "path/to/this/folde
     + "\n"
 )
 
+
 Policy = TypeVar("Policy", bound="PolicyHubMixin")
-_POLICY_CLASSES: dict[type, type[ActorCritic]] = {}  # config class -> the policy class built from it
-
-
-def register_policy_class(config_class: type, policy_class: type[ActorCritic]) -> None:
-    """Make `policy_class` the one class_for gives for a `config_class` (ActorCritic registers each
-    subclass that names its config_class)."""
-    _POLICY_CLASSES[config_class] = policy_class
 
 
 class PolicyHubMixin(
@@ -79,16 +71,13 @@ class PolicyHubMixin(
     tags=CARD_TAGS,
     model_card_template=CARD_TEMPLATE,
 ):
-    """Hub methods for a policy class; a concrete class names the config it is built from."""
+    """Hub methods for a policy class, which builds itself from a local folder (`from_folder`)."""
 
-    config_class: ClassVar[type | None] = None
-
-    @staticmethod
-    def class_for(config: Any) -> type[ActorCritic]:
-        """The policy class an architecture config builds."""
-        if type(config) not in _POLICY_CLASSES:
-            raise ConfigError("architecture", type(config).__name__, [c.__name__ for c in _POLICY_CLASSES])
-        return _POLICY_CLASSES[type(config)]
+    @classmethod
+    def from_folder(cls, folder: str | Path, *, device: str | torch.device = "cpu") -> Self:
+        """The policy a local model folder holds (config.json + model.safetensors); the policy class
+        implements it (navzoo.models.policy.ActorCritic)."""
+        raise NotImplementedError
 
     # `self: NavigationPolicy`: the methods below use what the policy class this is mixed into provides.
     def _save_pretrained(self: NavigationPolicy, save_directory: Path) -> None:
@@ -220,42 +209,6 @@ class PolicyHubMixin(
         return cls.from_folder(
             hub_folder(repo_id, **hub, local_files_only=local_files_only), device=map_location
         )
-
-    @classmethod
-    def from_folder(
-        cls: type[Policy],
-        folder: str | Path,
-        *,
-        device: str | torch.device = "cpu",
-        fallback: ModelMetadata | None = None,
-    ) -> Policy:
-        """Build the policy `folder`/config.json describes and load `folder`/model.safetensors strictly.
-
-        `fallback` gives the name and provenance where the file has none (a zoo entry's, for its weights).
-        The architecture is first built on the meta device (shapes, no memory) and compared with the shapes
-        in the safetensors header, so a config that disagrees with its weights is refused before anything is
-        allocated.
-        """
-        folder = Path(folder)
-        config, _ = weights.read_config(folder)
-        if fallback is not None:
-            config = config.replace(metadata=config.metadata.or_else(fallback))
-        policy_class = cls.class_for(config)
-        if not issubclass(policy_class, cls):
-            raise WeightsFormatError(
-                f"{folder} holds a {policy_class.__name__}, not a {cls.__name__}: load it with "
-                f"{policy_class.__name__}.from_pretrained, ActorCritic.from_pretrained or navzoo.load"
-            )
-        weights_file = folder / weights.WEIGHTS_NAME
-        # Weights come from the file, so there is no point fetching timm's ImageNet weights first.
-        with torch.device("meta"):
-            shapes = weights.read_header(weights_file)
-            weights.check_shapes(policy_class(config, fetch_timm_weights=False), shapes, str(weights_file))
-        policy = policy_class(config, fetch_timm_weights=False)
-        tensors = weights.read_weights(weights_file)
-        weights.check_state_dict(policy, tensors, str(weights_file))
-        policy.load_state_dict(tensors, strict=True)
-        return policy.to(device).eval()
 
 
 def merge_card(generated: ModelCard, existing: ModelCard | None) -> ModelCard:

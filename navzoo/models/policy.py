@@ -21,18 +21,21 @@ implement navzoo.models.interface.NavigationPolicy.
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar, Self
 
 import torch
 from torch import nn
 from torch.distributions import Categorical
 
-from navzoo.errors import ObservationError
+from navzoo.errors import ConfigError, ObservationError, WeightsFormatError
+from navzoo.models import weights
 from navzoo.models.configuration import GOAL_SENSOR, SENSOR_CHANNELS, PolicyConfig
 from navzoo.models.encoder import VisualEncoder
-from navzoo.models.hub_mixin import PolicyHubMixin, register_policy_class
+from navzoo.models.hub_mixin import PolicyHubMixin
 from navzoo.models.map_encoder import EMBEDDING_SIZE as MAP_EMBEDDING_SIZE
 from navzoo.models.map_encoder import SeenMapEncoder
+from navzoo.models.metadata import ModelMetadata
 from navzoo.models.outputs import ActResult, EvaluateResult, PolicyOutput
 from navzoo.models.state_encoder import RNNStateEncoder
 from navzoo.models.weights import ModelConfig
@@ -139,6 +142,9 @@ class PointNavNet(nn.Module):
         return torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1)
 
 
+_POLICY_CLASSES: dict[type, type[ActorCritic]] = {}  # config class -> the policy class built from it
+
+
 class ActorCritic(nn.Module, PolicyHubMixin):
     """Acting and PPO evaluation on top of a subclass's forward(); see the module docstring for shapes.
 
@@ -150,11 +156,56 @@ class ActorCritic(nn.Module, PolicyHubMixin):
     config: ModelConfig  # each subclass declares its own config class
     critic: CriticHead  # the value head (PPO's critic warm-up trains it alone)
 
+    config_class: ClassVar[type | None] = None  # the config a concrete class is built from
+
     def __init_subclass__(cls, **kwargs: Any):
         super().__init_subclass__(**kwargs)
         config_class = cls.__dict__.get("config_class")
         if config_class is not None:
-            register_policy_class(config_class, cls)
+            _POLICY_CLASSES[config_class] = cls
+
+    @staticmethod
+    def class_for(config: Any) -> type[ActorCritic]:
+        """The policy class an architecture config builds."""
+        if type(config) not in _POLICY_CLASSES:
+            raise ConfigError("architecture", type(config).__name__, [c.__name__ for c in _POLICY_CLASSES])
+        return _POLICY_CLASSES[type(config)]
+
+    @classmethod
+    def from_folder(
+        cls,
+        folder: str | Path,
+        *,
+        device: str | torch.device = "cpu",
+        fallback: ModelMetadata | None = None,
+    ) -> Self:
+        """Build the policy `folder`/config.json describes and load `folder`/model.safetensors strictly.
+
+        `fallback` gives the name and provenance where the file has none (a zoo entry's, for its weights).
+        The architecture is first built on the meta device (shapes, no memory) and compared with the shapes
+        in the safetensors header, so a config that disagrees with its weights is refused before anything is
+        allocated.
+        """
+        folder = Path(folder)
+        config, _ = weights.read_config(folder)
+        if fallback is not None:
+            config = config.replace(metadata=config.metadata.or_else(fallback))
+        policy_class = cls.class_for(config)
+        if not issubclass(policy_class, cls):
+            raise WeightsFormatError(
+                f"{folder} holds a {policy_class.__name__}, not a {cls.__name__}: load it with "
+                f"{policy_class.__name__}.from_pretrained, ActorCritic.from_pretrained or navzoo.load"
+            )
+        weights_file = folder / weights.WEIGHTS_NAME
+        # Weights come from the file, so there is no point fetching timm's ImageNet weights first.
+        with torch.device("meta"):
+            shapes = weights.read_header(weights_file)
+            weights.check_shapes(policy_class(config, fetch_timm_weights=False), shapes, str(weights_file))
+        policy = policy_class(config, fetch_timm_weights=False)
+        tensors = weights.read_weights(weights_file)
+        weights.check_state_dict(policy, tensors, str(weights_file))
+        policy.load_state_dict(tensors, strict=True)
+        return policy.to(device).eval()
 
     # What the model is, read from its config (navzoo.models.metadata).
     @property

@@ -13,7 +13,7 @@ from navzoo.errors import ConfigError, NavzooError, ObservationError
 from navzoo.evaluation import evaluate, summarize
 from navzoo.interop.gym_env import make_env
 from navzoo.models import GOAL_SENSOR, PointNavPolicy, PolicyConfig
-from navzoo.models.map_encoder import add_seen_map
+from navzoo.models.add_seen_map import add_seen_map
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.sim.seen_map import egocentric_grid
 from navzoo.transfer.settings import check_base
