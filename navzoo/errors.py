@@ -60,3 +60,7 @@ class ObservationError(NavzooError, ValueError):
 
 class ReplayError(NavzooError, ValueError):
     """A replay file is missing, corrupt, of another format, or written by a newer navzoo."""
+
+
+class SceneError(NavzooError, ValueError):
+    """A scene mesh is missing, unreadable, of an unsupported kind, or has no usable geometry."""

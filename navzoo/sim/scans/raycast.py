@@ -1,0 +1,483 @@
+"""Depth and RGB cameras of a triangle mesh (a scanned scene in habitat's y-up frame), N agents in one call.
+
+Cameras follow habitat's sensors (docs/design/habitat-sim-rules.md §3): a pinhole `sensor_height` above the
+agent's floor position, square pixels with fx = fy = (W/2)/tan(hfov/2), looking down -Z at yaw 0, yaw
+turning left (§2/§5). Depth is eye-space z (along the optical axis, not the ray's length), clipped to
+[min_depth, max_depth] and normalised to [0, 1]; a ray that meets nothing before habitat's far plane
+(1000 m) reads 0, as habitat's unprojected far plane does. RGB is the surface colour without lighting:
+a face's base colour, its vertices' colours interpolated, or its texture sampled bilinearly at the
+interpolated UV. Misses are black. Layouts are BatchSim's: depth [N, H, W, 1] float32, rgb [N, H, W, 3]
+uint8, row 0 at the top.
+
+Every camera ray has a forward component of exactly 1, so the distance a ray caster reports along it is the
+z-depth itself. The pixel grid's directions are computed once per camera; a pose only rotates them.
+
+Backends:
+- CPU: Intel Embree through `embreex`, one scene built per mesh, one call for all N*H*W rays. embreex casts
+  them one by one on one thread (its loop holds the GIL), so this path uses one core.
+- CUDA: NVIDIA Warp (`warp-lang` >= 1.0, optional) when the device is CUDA and `warp` imports: a `wp.Mesh`
+  and one kernel launch with `wp.mesh_query_ray` per pixel. UNTESTED: written without a GPU at hand; no
+  test needs it, and the CPU path is the reference.
+Habitat's near plane (0.01 m) is not modelled: a surface closer than that is drawn, not clipped.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    import trimesh
+
+FAR_PLANE = 1000.0  # metres of z-depth: habitat's camera far plane; nothing hit before it is a miss
+MISS = -1  # the face index of a ray that hit nothing
+SENSORS = ("depth", "rgb")
+
+
+class TextureWarning(UserWarning):
+    """A mesh part has texture coordinates but no base-colour texture that could be decoded."""
+
+
+@dataclass(frozen=True)
+class PinholeCamera:
+    """habitat's depth/RGB camera: resolution (H, W), horizontal field of view (degrees), height above the
+    agent's floor position and depth range, all in metres. Defaults are habitat's."""
+
+    height: int
+    width: int
+    hfov: float = 90.0
+    sensor_height: float = 1.25
+    min_depth: float = 0.0
+    max_depth: float = 10.0
+
+    def directions(self) -> np.ndarray:
+        """[H*W, 3] float32 camera-frame ray directions (x right, y up, -z forward), row-major from the top
+        row, each with forward component 1 so that a hit's distance along it is its z-depth."""
+        focal = (self.width / 2) / math.tan(math.radians(self.hfov) / 2)
+        right = (np.arange(self.width) + 0.5 - self.width / 2) / focal
+        up = (self.height / 2 - np.arange(self.height) - 0.5) / focal
+        x, y = np.meshgrid(right, up)
+        return np.stack([x, y, -np.ones_like(x)], -1).reshape(-1, 3).astype(np.float32)
+
+
+@dataclass
+class Hits:
+    """What the rays of N cameras met, flattened [N*H*W]: z-depth (metres), face (MISS: nothing) and the
+    hit's barycentric weights of the face's second and third vertices (Embree's u, v)."""
+
+    z: torch.Tensor
+    face: torch.Tensor
+    u: torch.Tensor
+    v: torch.Tensor
+
+
+# --- surfaces --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Surfaces:
+    """The colour of every face. A face is drawn in the first of these it has: its texture (texture >= 0),
+    its vertices' colours (vertex_coloured), its base colour."""
+
+    base_color: np.ndarray  # uint8 [F, 3]
+    vertex_color: np.ndarray  # float32 [V, 3] (zeros where unused)
+    vertex_coloured: np.ndarray  # bool [F]
+    uv: np.ndarray  # float32 [V, 2], trimesh's convention: v = 0 at the image's bottom row
+    texture: np.ndarray  # int32 [F], index into the textures, -1: none
+    texels: np.ndarray  # uint8 [K, 3]: every texture's pixels, row-major, one after another
+    texture_offset: np.ndarray  # int64 [T]: where each texture starts in texels
+    texture_shape: np.ndarray  # int64 [T, 2]: (rows, cols) of each texture
+
+    @classmethod
+    def uniform(cls, num_vertices: int, num_faces: int, color=(128, 128, 128)) -> Surfaces:
+        """Every face in one colour."""
+        return cls(
+            base_color=np.tile(np.asarray(color, np.uint8), (num_faces, 1)),
+            vertex_color=np.zeros((num_vertices, 3), np.float32),
+            vertex_coloured=np.zeros(num_faces, bool),
+            uv=np.zeros((num_vertices, 2), np.float32),
+            texture=np.full(num_faces, -1, np.int32),
+            texels=np.zeros((1, 3), np.uint8),
+            texture_offset=np.zeros(0, np.int64),
+            texture_shape=np.zeros((0, 2), np.int64),
+        )
+
+
+def mesh_surfaces(
+    meshes: trimesh.Trimesh | trimesh.Scene | list[trimesh.Trimesh],
+) -> tuple[np.ndarray, np.ndarray, Surfaces]:
+    """(vertices float32 [V, 3], faces int32 [F, 3], Surfaces) of trimesh meshes, read from their
+    `visual`: ColorVisuals (face or vertex colours) or TextureVisuals (a material's base colour and, with
+    UVs, its decoded image). A scene's meshes are taken with their transforms applied. Parts whose texture
+    cannot be decoded fall back to their base colour, with one TextureWarning for them all."""
+    import trimesh
+
+    if isinstance(meshes, trimesh.Scene):
+        parts_in: list[Any] = list(meshes.dump(concatenate=False))
+    elif isinstance(meshes, trimesh.Trimesh):
+        parts_in = [meshes]
+    else:
+        parts_in = list(meshes)
+    parts = [_part_surfaces(mesh) for mesh in parts_in]
+    undecodable = [
+        str(mesh.metadata.get("name", i))
+        for i, (mesh, p) in enumerate(zip(parts_in, parts, strict=True))
+        if p[1]
+    ]
+    if undecodable:
+        warnings.warn(
+            f"{len(undecodable)} mesh part(s) ({', '.join(undecodable[:5])}) have texture coordinates but no "
+            "base-colour texture that could be decoded (HM3D's Basis-compressed textures are such): their "
+            "RGB falls back to the material's base colour; depth is unaffected",
+            TextureWarning,
+            stacklevel=2,
+        )
+    return _join([p[0] for p in parts])
+
+
+@dataclass
+class _Part:
+    vertices: np.ndarray
+    faces: np.ndarray
+    base_color: np.ndarray  # uint8 [F, 3]
+    vertex_color: np.ndarray | None  # uint8 [V, 3]
+    uv: np.ndarray | None
+    image: np.ndarray | None  # uint8 [rows, cols, 3]
+
+
+def _part_surfaces(mesh: trimesh.Trimesh) -> tuple[_Part, bool]:
+    """One mesh's surfaces, and whether it has a texture that could not be decoded."""
+    from trimesh.visual import ColorVisuals, TextureVisuals
+
+    vertices, faces = np.asarray(mesh.vertices), np.asarray(mesh.faces)
+    part = _Part(vertices, faces, np.zeros((len(faces), 3), np.uint8), None, None, None)
+    visual = mesh.visual
+    if isinstance(visual, TextureVisuals):
+        material = visual.material
+        part.base_color[:] = _material_color(material)
+        uv = getattr(visual, "uv", None)
+        if uv is None or len(uv) != len(vertices):
+            return part, False
+        image = _decode(getattr(material, "baseColorTexture", None) or getattr(material, "image", None))
+        if image is None:
+            return part, True
+        part.uv, part.image = np.asarray(uv, np.float32), image
+    elif isinstance(visual, ColorVisuals) and visual.kind == "vertex":
+        part.vertex_color = np.asarray(visual.vertex_colors)[:, :3].astype(np.uint8)
+    elif isinstance(visual, ColorVisuals):  # face colours, or trimesh's default colour
+        part.base_color[:] = np.asarray(visual.face_colors)[:, :3]
+    return part, False
+
+
+def _material_color(material: Any) -> np.ndarray:
+    """A material's base colour as sRGB uint8. glTF's baseColorFactor is linear (trimesh keeps it as
+    uint8), so it is encoded to sRGB as a texture's pixels are; a simple material's diffuse is used as is."""
+    factor = getattr(material, "baseColorFactor", None)
+    if factor is not None:
+        linear = np.asarray(factor, np.float64)[:3] / 255.0
+        srgb = np.where(linear <= 0.0031308, 12.92 * linear, 1.055 * linear ** (1 / 2.4) - 0.055)
+        return np.round(srgb * 255).astype(np.uint8)
+    diffuse = getattr(material, "diffuse", None)
+    if diffuse is not None:
+        return np.asarray(diffuse, np.uint8)[:3]
+    return np.full(3, 255, np.uint8)  # glTF's default base colour: white
+
+
+def _decode(image: Any) -> np.ndarray | None:
+    """A PIL image's pixels as uint8 [rows, cols, 3], or None if there is none or it cannot be decoded."""
+    if image is None:
+        return None
+    try:
+        return np.asarray(image.convert("RGB"), np.uint8)
+    except (OSError, ValueError, SyntaxError):  # what PIL raises for truncated or unknown data
+        return None
+
+
+def _join(parts: list[_Part]) -> tuple[np.ndarray, np.ndarray, Surfaces]:
+    vertex_offsets = np.cumsum([0] + [len(p.vertices) for p in parts])
+    images = [p.image for p in parts if p.image is not None]
+    texel_offsets = np.cumsum([0] + [im.shape[0] * im.shape[1] for im in images])
+    texture_index = np.cumsum([p.image is not None for p in parts]) - 1
+    vertex_color, uv, texture = [], [], []
+    for part, index in zip(parts, texture_index, strict=True):
+        n_vertices, n_faces = len(part.vertices), len(part.faces)
+        colors = part.vertex_color
+        vertex_color.append(np.zeros((n_vertices, 3), np.float32) if colors is None else colors)
+        uv.append(np.zeros((n_vertices, 2), np.float32) if part.uv is None else part.uv)
+        texture.append(np.full(n_faces, index if part.image is not None else -1, np.int32))
+    surfaces = Surfaces(
+        base_color=np.concatenate([p.base_color for p in parts]),
+        vertex_color=np.concatenate(vertex_color).astype(np.float32),
+        vertex_coloured=np.concatenate([np.full(len(p.faces), p.vertex_color is not None) for p in parts]),
+        uv=np.concatenate(uv).astype(np.float32),
+        texture=np.concatenate(texture),
+        texels=np.concatenate([im.reshape(-1, 3) for im in images]) if images else np.zeros((1, 3), np.uint8),
+        texture_offset=texel_offsets[:-1].astype(np.int64),
+        texture_shape=np.array([im.shape[:2] for im in images], np.int64).reshape(-1, 2),
+    )
+    vertices = np.concatenate([p.vertices for p in parts]).astype(np.float32)
+    faces = np.concatenate([p.faces + o for p, o in zip(parts, vertex_offsets[:-1], strict=True)])
+    return vertices, faces.astype(np.int32), surfaces
+
+
+# --- ray casters -----------------------------------------------------------------------------------------
+
+
+class _EmbreeCaster:
+    """One Embree scene of the mesh, cast on the CPU. Coordinates are taken relative to the mesh's centre,
+    which keeps float32 rounding small in scans placed far from the origin."""
+
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray):
+        try:
+            from embreex.mesh_construction import TriangleMesh
+            from embreex.rtcore_scene import EmbreeScene
+        except ImportError as exc:
+            raise ImportError(
+                "mesh rendering on the CPU needs embreex: pip install 'navzoo[verify]'"
+            ) from exc
+        self.centre = (vertices.min(0).astype(np.float64) + vertices.max(0)) / 2
+        self.scene = EmbreeScene()
+        centred = (vertices - self.centre).astype(np.float32)
+        TriangleMesh(self.scene, centred, np.ascontiguousarray(faces, np.int32))
+
+    def cast(self, eyes: np.ndarray, camera_directions: np.ndarray, yaws: np.ndarray, surfaces: bool) -> Hits:
+        directions = _rotate(camera_directions, yaws).reshape(-1, 3)
+        origins = np.repeat((eyes - self.centre).astype(np.float32), len(camera_directions), axis=0)
+        if not surfaces:  # distances alone: a miss reports FAR_PLANE itself
+            z = self.scene.run(origins, directions, dists=FAR_PLANE, query="DISTANCE")
+            face = np.where(z < FAR_PLANE, 0, MISS).astype(np.int32)
+            zero = np.zeros(0, np.float32)
+            return Hits(*(torch.from_numpy(a) for a in (z, face, zero, zero)))
+        hit = self.scene.run(origins, directions, dists=FAR_PLANE, output=1)
+        return Hits(*(torch.from_numpy(hit[k]) for k in ("tfar", "primID", "u", "v")))
+
+
+def _rotate(directions: np.ndarray, yaws: np.ndarray) -> np.ndarray:
+    """[N, P, 3] float32: camera-frame directions [P, 3] turned by each yaw about +Y (left positive)."""
+    cos, sin = np.cos(yaws)[:, None], np.sin(yaws)[:, None]
+    x, y, z = directions[:, 0], directions[:, 1], directions[:, 2]
+    out = np.empty((len(yaws), len(directions), 3), np.float32)
+    out[..., 0] = cos * x + sin * z
+    out[..., 1] = y
+    out[..., 2] = cos * z - sin * x
+    return out
+
+
+def _warp_available() -> bool:
+    try:
+        import warp  # noqa: F401  # pyright: ignore[reportMissingImports]
+    except ImportError:
+        return False
+    return True
+
+
+class _WarpCaster:
+    """One `wp.Mesh` of the mesh on a CUDA device, cast by one kernel launch (see the module docstring:
+    untested here)."""
+
+    def __init__(self, vertices: np.ndarray, faces: np.ndarray, device: torch.device):
+        import warp as wp  # pyright: ignore[reportMissingImports]
+
+        wp.init()
+        self.wp = wp
+        self.device = device
+        self.wp_device = f"cuda:{device.index or 0}"
+        self.points = wp.array(vertices.astype(np.float32), dtype=wp.vec3, device=self.wp_device)
+        self.indices = wp.array(faces.astype(np.int32).ravel(), dtype=wp.int32, device=self.wp_device)
+        self.mesh = wp.Mesh(points=self.points, indices=self.indices)
+        self.kernel = _warp_kernel()
+
+    def cast(self, eyes: np.ndarray, camera_directions: np.ndarray, yaws: np.ndarray, surfaces: bool) -> Hits:
+        wp, dev = self.wp, self.device
+        n, p = len(yaws), len(camera_directions)
+        eyes_t = torch.as_tensor(eyes, dtype=torch.float32, device=dev).contiguous()
+        yaws_t = torch.as_tensor(yaws, dtype=torch.float32, device=dev).contiguous()
+        directions_t = torch.as_tensor(camera_directions, device=dev).contiguous()
+        z = torch.empty(n * p, dtype=torch.float32, device=dev)
+        face = torch.empty(n * p, dtype=torch.int32, device=dev)
+        u, v = torch.empty_like(z), torch.empty_like(z)
+        wp.launch(
+            self.kernel,
+            dim=(n, p),
+            inputs=[
+                self.mesh.id,
+                wp.from_torch(eyes_t, dtype=wp.vec3),
+                wp.from_torch(yaws_t),
+                wp.from_torch(directions_t, dtype=wp.vec3),
+                FAR_PLANE,
+            ],
+            outputs=[wp.from_torch(z), wp.from_torch(face), wp.from_torch(u), wp.from_torch(v)],
+            device=self.wp_device,
+        )
+        return Hits(z, face, u, v)
+
+
+def _warp_kernel():
+    """The Warp kernel, defined on first use so that importing this module never needs warp."""
+    import warp as wp  # pyright: ignore[reportMissingImports]
+
+    @wp.kernel
+    def cast_rays(
+        mesh: wp.uint64,
+        eyes: wp.array(dtype=wp.vec3),  # type: ignore[valid-type]
+        yaws: wp.array(dtype=wp.float32),  # type: ignore[valid-type]
+        directions: wp.array(dtype=wp.vec3),  # type: ignore[valid-type]
+        far: wp.float32,
+        z: wp.array(dtype=wp.float32),  # type: ignore[valid-type]
+        face: wp.array(dtype=wp.int32),  # type: ignore[valid-type]
+        u: wp.array(dtype=wp.float32),  # type: ignore[valid-type]
+        v: wp.array(dtype=wp.float32),  # type: ignore[valid-type]
+    ):
+        env, pixel = wp.tid()
+        d = directions[pixel]
+        c, s = wp.cos(yaws[env]), wp.sin(yaws[env])
+        world = wp.vec3(c * d[0] + s * d[2], d[1], c * d[2] - s * d[0])  # forward component stays 1
+        out = env * directions.shape[0] + pixel
+        # t is in multiples of the direction's length: with a unit forward component, that is z-depth.
+        hit = wp.mesh_query_ray(mesh, eyes[env], world, far)
+        if hit.result:
+            z[out] = hit.t
+            face[out] = hit.face
+            # Warp weighs the face's first and second vertices; Embree (and Hits) the second and third.
+            u[out] = hit.v
+            v[out] = 1.0 - hit.u - hit.v
+        else:
+            z[out] = far
+            face[out] = -1
+            u[out] = 0.0
+            v[out] = 0.0
+
+    return cast_rays
+
+
+# --- the renderer ----------------------------------------------------------------------------------------
+
+
+class MeshRenderer:
+    """Renders one mesh from N agent poses per call. Build it once per mesh (and camera): that builds the
+    ray caster's acceleration structure and the camera's ray directions."""
+
+    def __init__(
+        self,
+        vertices: np.ndarray,
+        faces: np.ndarray,
+        camera: PinholeCamera,
+        surfaces: Surfaces | None = None,
+        device: str | torch.device = "cpu",
+    ):
+        vertices, faces = np.asarray(vertices, np.float32), np.asarray(faces, np.int32)
+        self.camera = camera
+        self.device = torch.device(device)
+        self.faces = faces
+        self.surfaces = surfaces if surfaces is not None else Surfaces.uniform(len(vertices), len(faces))
+        self.directions = camera.directions()
+        if self.device.type == "cuda" and _warp_available():
+            self.caster: _EmbreeCaster | _WarpCaster = _WarpCaster(vertices, faces, self.device)
+        else:
+            self.caster = _EmbreeCaster(vertices, faces)
+        self._colors = _ColorTables(self.faces, self.surfaces, self.device)
+
+    @classmethod
+    def from_trimesh(
+        cls,
+        mesh: trimesh.Trimesh | trimesh.Scene | list[trimesh.Trimesh],
+        camera: PinholeCamera,
+        device: str | torch.device = "cpu",
+    ) -> MeshRenderer:
+        """A renderer of trimesh meshes, already in habitat's frame, with the colours of their `visual`."""
+        vertices, faces, surfaces = mesh_surfaces(mesh)
+        return cls(vertices, faces, camera, surfaces, device)
+
+    def render(self, positions, yaws, sensors: tuple[str, ...] = SENSORS) -> dict[str, torch.Tensor]:
+        """The cameras of agents standing at `positions` [N, 3] (habitat's frame, on the floor) with `yaws`
+        [N] (radians, left positive, 0: looking down -Z): "depth" [N, H, W, 1] float32 and/or "rgb"
+        [N, H, W, 3] uint8, on this renderer's device."""
+        unknown = set(sensors) - set(SENSORS)
+        if unknown:
+            raise ValueError(f"unknown sensors {sorted(unknown)}: choose from {SENSORS}")
+        positions = _numpy(positions, np.float64).reshape(-1, 3)
+        yaws = _numpy(yaws, np.float64).reshape(-1)
+        eyes = positions + np.array([0.0, self.camera.sensor_height, 0.0])
+        hits = self.caster.cast(eyes, self.directions, yaws, surfaces="rgb" in sensors)
+        n, h, w = len(yaws), self.camera.height, self.camera.width
+        observations = {}
+        if "depth" in sensors:
+            observations["depth"] = self._depth(hits).reshape(n, h, w, 1).to(self.device)
+        if "rgb" in sensors:
+            observations["rgb"] = self._colors.shade(hits).reshape(n, h, w, 3).to(self.device)
+        return observations
+
+    def _depth(self, hits: Hits) -> torch.Tensor:
+        low, high = self.camera.min_depth, self.camera.max_depth
+        depth = (hits.z.clamp(low, high) - low) / (high - low)
+        return torch.where(hits.face >= 0, depth, torch.zeros_like(depth))
+
+
+def _numpy(values, dtype) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype)
+
+
+class _ColorTables:
+    """Surfaces as tensors on the device, and the colour of each hit."""
+
+    def __init__(self, faces: np.ndarray, surfaces: Surfaces, device: torch.device):
+        def tensor(array: np.ndarray) -> torch.Tensor:
+            return torch.from_numpy(np.ascontiguousarray(array)).to(device)
+
+        self.faces = tensor(faces.astype(np.int64))
+        self.base_color = tensor(surfaces.base_color.astype(np.float32))
+        self.vertex_color = tensor(surfaces.vertex_color)
+        self.vertex_coloured = tensor(surfaces.vertex_coloured)
+        self.any_vertex_coloured = bool(surfaces.vertex_coloured.any())
+        self.uv = tensor(surfaces.uv)
+        self.texture = tensor(surfaces.texture.astype(np.int64))
+        self.any_texture = bool((surfaces.texture >= 0).any())
+        self.texels = tensor(surfaces.texels.astype(np.float32))
+        self.texture_offset = tensor(surfaces.texture_offset)
+        self.texture_shape = tensor(surfaces.texture_shape)
+
+    def shade(self, hits: Hits) -> torch.Tensor:
+        """uint8 [R, 3]: each ray's surface colour, black where it hit nothing."""
+        device = self.faces.device
+        face, u, v = (t.to(device) for t in (hits.face, hits.u, hits.v))
+        hit = face >= 0
+        index = face.long().clamp(min=0)
+        color = self.base_color[index]
+        weights = torch.stack([1 - u - v, u, v], -1)[..., None]  # [R, 3 vertices, 1]
+        if self.any_vertex_coloured:
+            blended = (self.vertex_color[self.faces[index]] * weights).sum(1)
+            color = torch.where(self.vertex_coloured[index][:, None], blended, color)
+        if self.any_texture:
+            textured = torch.nonzero(hit & (self.texture[index] >= 0)).squeeze(1)
+            rows = index[textured]
+            uv = (self.uv[self.faces[rows]] * weights[textured]).sum(1)
+            color[textured] = self._sample(self.texture[rows], uv)
+        color = torch.where(hit[:, None], color, torch.zeros_like(color))
+        return color.round().clamp(0, 255).to(torch.uint8)
+
+    def _sample(self, texture: torch.Tensor, uv: torch.Tensor) -> torch.Tensor:
+        """Bilinear samples [M, 3] of the given textures at `uv` [M, 2], wrapping around (glTF's default
+        REPEAT). Texel centres sit at half-integer pixel coordinates; uv's v = 0 is the bottom row."""
+        rows, cols = self.texture_shape[texture, 0], self.texture_shape[texture, 1]
+        x = uv[:, 0] * cols - 0.5
+        y = (1 - uv[:, 1]) * rows - 0.5
+        x0, y0 = torch.floor(x), torch.floor(y)
+        fx, fy = (x - x0)[:, None], (y - y0)[:, None]
+        x0, y0 = x0.long(), y0.long()
+        offset = self.texture_offset[texture]
+
+        def texel(dy: int, dx: int) -> torch.Tensor:
+            return self.texels[
+                offset + torch.remainder(y0 + dy, rows) * cols + torch.remainder(x0 + dx, cols)
+            ]
+
+        top = texel(0, 0) * (1 - fx) + texel(0, 1) * fx
+        bottom = texel(1, 0) * (1 - fx) + texel(1, 1) * fx
+        return top * (1 - fy) + bottom * fy
