@@ -21,17 +21,18 @@ import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from filelock import FileLock
 from huggingface_hub import constants
 
 from navzoo.errors import (
     NavzooError,
+    UnknownModelError,
     UnsafeCheckpointError,
     WeightsFormatError,
     WeightsNotAvailableError,
 )
 from navzoo.models.weights import save_pretrained
 from navzoo.names import CONFIG_NAME, WEIGHTS_NAME
+from navzoo.storage.locks import hold
 from navzoo.zoo.habitat_checkpoints import habitat_to_policy
 from navzoo.zoo.registry import DDPPO_RELEASE_URL, ModelEntry
 
@@ -64,6 +65,8 @@ def release_folder(
     `local_files_only=True` or HF_HUB_OFFLINE=1 never fetches: a missing model is an error then.
     """
     filename = entry.release_file
+    if filename is None:
+        raise UnknownModelError(f"{entry.name} is not one of habitat's released checkpoints")
     found = cached_release(filename, cache_dir)
     if found is not None:
         return found
@@ -80,33 +83,33 @@ def release_folder(
     releases = _release_dir(cache_dir)
     releases.mkdir(parents=True, exist_ok=True)
     # One process fetches a given file at a time; the others wait and then find it cached.
-    with FileLock(releases / f"{filename}.lock"):
+    with hold(releases / f"{filename}.lock", f"the cache of {filename}", wait=True):
         found = cached_release(filename, cache_dir)
         if found is not None:
             return found
-        return _fetch_and_convert(entry, url, releases)
+        return _fetch_and_convert(entry, filename, url, releases)
 
 
 def _release_dir(cache_dir: str | Path | None) -> Path:
     return cache_root(cache_dir) / RELEASE_FOLDER
 
 
-def _fetch_and_convert(entry: ModelEntry, url: str, releases: Path) -> Path:
+def _fetch_and_convert(entry: ModelEntry, filename: str, url: str, releases: Path) -> Path:
     local = _local_path(url)
     if local is not None:  # a mirror on this machine's file system: read it where it is
         if not local.is_file():
             raise _failure(WeightsNotAvailableError, entry, url, f"{local} does not exist")
-        return _convert(entry, url, local, releases, downloaded=False)
+        return _convert(entry, filename, url, local, releases, downloaded=False)
     # httpx, with the command-line libraries it loads, is imported only when a file is downloaded: at module
     # level it would add about 0.1 s to every `import navzoo`.
     from navzoo.storage.http_download import DownloadError, download
 
-    dest = releases / entry.release_file
+    dest = releases / filename
     try:
         download(url, dest)
     except DownloadError as err:
         raise _failure(WeightsNotAvailableError, entry, url, str(err)) from None
-    return _convert(entry, url, dest, releases, downloaded=True)
+    return _convert(entry, filename, url, dest, releases, downloaded=True)
 
 
 def _local_path(url: str) -> Path | None:
@@ -117,7 +120,9 @@ def _local_path(url: str) -> Path | None:
     return None if parsed.scheme in ("http", "https") else Path(url)
 
 
-def _convert(entry: ModelEntry, url: str, path: Path, releases: Path, downloaded: bool) -> Path:
+def _convert(
+    entry: ModelEntry, filename: str, url: str, path: Path, releases: Path, downloaded: bool
+) -> Path:
     """Convert `path` into the cache atomically; a downloaded file is deleted whether or not it converts."""
     try:
         policy = habitat_to_policy(path, model=entry.name)
@@ -126,7 +131,7 @@ def _convert(entry: ModelEntry, url: str, path: Path, releases: Path, downloaded
     finally:
         if downloaded:
             path.unlink(missing_ok=True)
-    final = releases / entry.release_file.removesuffix(".pth")
+    final = releases / filename.removesuffix(".pth")
     staging = releases / f".{final.name}.tmp-{os.getpid()}"
     for stale in (*releases.glob(f".{final.name}.tmp-*"), final):  # left by a killed process
         shutil.rmtree(stale, ignore_errors=True)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import httpx
@@ -26,6 +28,7 @@ from navzoo.storage.http_download import _total_size
 from navzoo.zoo.habitat_release import BASE_URL_ENV, cache_root, cached_release
 from navzoo.zoo.registry import HABITAT_RELEASE, model_entry
 from tests.models.test_models_habitat import load_reference, reference_forward
+from tests.storage.test_locks import HOLDER
 from tests.zoo.test_convert import Payload, outputs, released_checkpoint
 
 BLIND = "gibson-0plus-mp3d-train-val-test-blind.pth"
@@ -241,6 +244,29 @@ def test_a_mirror_on_the_file_system(ref, release_server, monkeypatch):
     monkeypatch.setenv(BASE_URL_ENV, release_server.root.as_uri())
     assert_matches_reference(ref, navzoo.load("pointnav-blind"), original)
     assert release_server.requests == [] and (release_server.root / BLIND).is_file()
+
+
+def test_a_process_fetching_a_release_makes_others_wait_until_it_is_gone(ref, release_server):
+    """The cache takes navzoo's OS lock (navzoo.storage.locks): a process holding it, here one killed with
+    SIGKILL mid-fetch, holds the others back only while it lives."""
+    serve(release_server, BLIND, released_checkpoint(ref, None))
+    releases = cache_root() / "ddppo-models"
+    releases.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(releases / f"{BLIND}.lock")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        loading = threading.Thread(target=navzoo.load, args=("pointnav-blind",))
+        loading.start()
+        loading.join(1.0)
+        assert loading.is_alive() and release_server.requests == []
+        os.kill(holder.pid, signal.SIGKILL)
+        loading.join(60)
+        assert not loading.is_alive() and cached_release(BLIND) is not None
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_a_habitat_agent_runs_zero_shot_in_the_embedded_simulator(ref, release_server, tmp_path, capsys):
