@@ -4,8 +4,9 @@ A checkpoint holds the model, optimiser and loss-scaler states, counters, the re
 worker its simulator state, its recurrent carry (hidden state, previous action, mask) and its RNG states, so
 that a resumed run continues exactly where the saved one was. Files are written to a temporary name, synced
 and renamed, so a crash never leaves a half-written checkpoint behind under a checkpoint's name (a resumed
-run deletes the temporary files a killed one left). Only tensors and plain containers are stored, and they
-are read back weights-only. A damaged newest checkpoint makes a resume fall back to the one before.
+run deletes the temporary files a killed one left), and a failed write (a full disk) removes its temporary
+and names the file. Only tensors and plain containers are stored, and they are read back weights-only. A
+damaged newest checkpoint makes a resume fall back to the one before.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 
 from navzoo.errors import NavzooError, UnsafeCheckpointError
+from navzoo.storage.atomic import removed_on_failure, stale_temporaries, temporary_path
 from navzoo.storage.torch_files import load_weights_only
 
 CHECKPOINT_DIR = "checkpoints"
@@ -43,12 +45,14 @@ def save_checkpoint(state: dict[str, Any], run_dir: Path, update: int, keep: int
     """Atomically write checkpoint `update` and delete all but the newest `keep`."""
     path = checkpoint_path(run_dir, update)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as f:
-        torch.save(state, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    tmp = temporary_path(path)
+    # A full disk makes torch.save fail half-way: the temporary goes, the previous checkpoints stay.
+    with removed_on_failure(tmp, path):
+        with open(tmp, "wb") as f:
+            torch.save(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
     _fsync_dir(path.parent)
     for old in list_checkpoints(run_dir)[:-keep]:
         old.unlink(missing_ok=True)
@@ -88,9 +92,9 @@ def load_latest(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]] | None:
 
 
 def remove_stale_temporaries(run_dir: Path) -> list[Path]:
-    """Delete the half-written checkpoint files a killed run leaves behind (`.ckpt-*.pt.tmp-<pid>`)."""
-    folder = run_dir / CHECKPOINT_DIR
-    stale = sorted(folder.glob(".ckpt-*.pt.tmp-*")) if folder.is_dir() else []
+    """Delete the half-written checkpoint files killed runs left behind (`.ckpt-*.pt.tmp-<pid>` of a process
+    that is gone); a live process's temporary is still being written."""
+    stale = stale_temporaries(run_dir / CHECKPOINT_DIR, ".ckpt-*.pt.tmp-*")
     for path in stale:
         path.unlink(missing_ok=True)
     return stale

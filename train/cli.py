@@ -51,6 +51,7 @@ def register(subparsers) -> None:
 def _run(args) -> int:
     from navzoo.train.config import load_config
     from navzoo.train.run_folder import CONFIG_FILE
+    from navzoo.train.run_lock import refuse_if_in_use
     from navzoo.train.trainer import train
 
     _check_preset_name(args.config)
@@ -67,6 +68,7 @@ def _run(args) -> int:
             raise ConfigError(
                 "config", None, "a preset or YAML file (or --resume with an existing --run-dir)"
             )
+        refuse_if_in_use(run_dir)  # a run that has just started there has no config file yet
         config_source = run_dir / CONFIG_FILE
         if not config_source.is_file():
             raise ConfigError("run_dir", str(run_dir), f"a run folder holding {CONFIG_FILE} to resume")

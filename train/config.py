@@ -19,6 +19,7 @@ a preset or YAML file (navzoo.train.presets) and applies `key=value` overrides (
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,10 @@ class TrainConfig(Config):
 
     def policy_config(self) -> PolicyConfig:
         """The zoo architecture `model` with `policy` overrides; sensors and resolution follow `sim`."""
+        if self.model is None:
+            raise ConfigError(
+                "model", None, "a zoo architecture (only navzoo finetune builds its own policy)"
+            )
         base = model_entry(self.model).config
         sensors = tuple(self.sim.sensors) + ((GOAL_SENSOR,) if get_task(self.sim.task).has_goal else ())
         if base.is_blind:
@@ -260,7 +265,7 @@ class TrainConfig(Config):
         return config
 
 
-def load_config(source: str | Path, overrides: list[str] = ()) -> TrainConfig:
+def load_config(source: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
     """A preset name or a YAML file (navzoo.train.presets), then `key=value` overrides applied in order."""
     data = read_config_file(source)
     for item in overrides:

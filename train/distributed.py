@@ -14,6 +14,11 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
+# torch documents the stores as torch.distributed.TCPStore and HashStore, but re-exports them from torch._C
+# there without listing them in __all__; distributed_c10d lists Store and PrefixStore.
+from torch.distributed import HashStore, TCPStore  # pyright: ignore[reportPrivateImportUsage]
+from torch.distributed.distributed_c10d import PrefixStore, Store
+
 from navzoo.errors import ConfigError
 from navzoo.train.config_blocks import DistributedConfig
 
@@ -25,7 +30,7 @@ class Workers:
     local_rank: int
     local_world_size: int
     device: torch.device
-    store: dist.Store  # key-value store shared by all workers (rollout preemption counts)
+    store: Store  # key-value store shared by all workers (rollout preemption counts)
 
     @property
     def is_main(self) -> bool:
@@ -66,12 +71,12 @@ def init_workers(config: DistributedConfig, device: str = "auto") -> Workers:
             store = _restart_scoped_store(world_size, timeout)
             dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, timeout=timeout)
         else:
-            dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
+            dist.init_process_group("gloo", store=HashStore(), rank=0, world_size=1, timeout=timeout)
     store = _preemption_store(rank, world_size, timeout)
     return Workers(rank, world_size, local_rank, local_world_size, worker_device, store)
 
 
-def _restart_scoped_store(world_size: int, timeout: datetime.timedelta) -> dist.Store:
+def _restart_scoped_store(world_size: int, timeout: datetime.timedelta) -> Store:
     """The process group's store, with this restart attempt's keys kept apart from earlier attempts'.
 
     torchrun lends its workers the rendezvous TCPStore and keeps it across restarts with the old
@@ -79,21 +84,21 @@ def _restart_scoped_store(world_size: int, timeout: datetime.timedelta) -> dist.
     Outside torchrun the usual env:// store is fine.
     """
     if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
-        return dist.TCPStore(
+        return TCPStore(
             os.environ["MASTER_ADDR"],
             int(os.environ["MASTER_PORT"]),
             world_size,
             is_master=int(os.environ.get("RANK", "0")) == 0,
             timeout=timeout,
         )
-    agent = dist.TCPStore(
+    agent = TCPStore(
         os.environ["MASTER_ADDR"],
         int(os.environ["MASTER_PORT"]),
         world_size,
         is_master=False,
         timeout=timeout,
     )
-    return dist.PrefixStore(f"navzoo/attempt-{restart_count()}/", agent)
+    return PrefixStore(f"navzoo/attempt-{restart_count()}/", agent)
 
 
 def _adopt_slurm_environment() -> None:
@@ -128,19 +133,20 @@ def _worker_device(device: str, local_rank: int) -> torch.device:
     return result
 
 
-def _preemption_store(rank: int, world_size: int, timeout: datetime.timedelta) -> dist.Store:
+def _preemption_store(rank: int, world_size: int, timeout: datetime.timedelta) -> Store:
     """A TCPStore hosted by rank 0 on a free port (announced through the process group), as in DD-PPO."""
     if world_size == 1:
-        return dist.HashStore()
+        return HashStore()
     host = os.environ.get("MASTER_ADDR", "127.0.0.1")
+    announce: list[int | None] = [None]  # rank 0's port, sent to the others
     if rank == 0:
-        store = dist.TCPStore(host, 0, world_size, is_master=True, timeout=timeout, wait_for_workers=False)
+        store = TCPStore(host, 0, world_size, is_master=True, timeout=timeout, wait_for_workers=False)
         announce = [store.port]
-    else:
-        announce = [None]
     dist.broadcast_object_list(announce, src=0)
     if rank != 0:
-        store = dist.TCPStore(host, announce[0], world_size, is_master=False, timeout=timeout)
+        port = announce[0]
+        assert port is not None  # rank 0 broadcast its store's port
+        store = TCPStore(host, port, world_size, is_master=False, timeout=timeout)
     return store
 
 
@@ -162,7 +168,7 @@ class RolloutPreemption:
     """DD-PPO's straggler preemption: a worker stops its rollout early once at least `sync_frac` of all
     workers have finished theirs, but never before a quarter of the rollout is collected."""
 
-    def __init__(self, store: dist.Store, world_size: int, sync_frac: float, num_steps: int):
+    def __init__(self, store: Store, world_size: int, sync_frac: float, num_steps: int):
         self.store, self.world_size = store, world_size
         self.needed = sync_frac * world_size
         self.min_steps = max(1, num_steps // 4)

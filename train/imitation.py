@@ -153,6 +153,7 @@ class DAgger(PPO):
             if not list(heads.children()):  # every head's weight is 0
                 heads = None
         super().__init__(policy, config, lr, device, distributed, heads)
+        self.heads = heads  # trained beside the policy (trainable.head); a later DAgger stage keeps them
         self.imitation = imitation
 
     def _losses(self, batch: MiniBatch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:

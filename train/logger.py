@@ -14,7 +14,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from navzoo.errors import ConfigError
-from navzoo.train.config_blocks import WandbConfig
+from navzoo.storage.atomic import append_whole, removed_on_failure, temporary_path
+from navzoo.train.config_blocks import WANDB_MODES, WandbConfig
 
 LOG_NAME = "log.jsonl"
 CURVE_NAME = "learning_curve.png"
@@ -47,7 +48,8 @@ class TrainLogger:
         if resumed:
             _drop_lines_after(run_dir / LOG_NAME, initial_frames)
         self.writer = SummaryWriter(str(run_dir / "tb"), purge_step=initial_frames if resumed else None)
-        self.jsonl = open(run_dir / LOG_NAME, "a")  # noqa: SIM115 - open for the whole run
+        # Lines are appended whole or not at all: a full disk never leaves half a line for a resume to read.
+        self.jsonl = os.open(run_dir / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.bar = tqdm(
             total=total_frames,
             initial=initial_frames,
@@ -61,8 +63,7 @@ class TrainLogger:
     def event(self, **fields) -> None:
         """A non-scalar line in the JSONL log (start, resume, checkpoint, stop)."""
         if self.enabled:
-            self.jsonl.write(json.dumps(fields) + "\n")
-            self.jsonl.flush()
+            self._append(fields)
 
     def log(self, frames: int, metrics: dict[str, float]) -> None:
         if not self.enabled:
@@ -70,8 +71,7 @@ class TrainLogger:
         for key, value in metrics.items():
             if value is not None and math.isfinite(value):
                 self.writer.add_scalar(key, value, frames)
-        self.jsonl.write(json.dumps({"frames": frames, **metrics}) + "\n")
-        self.jsonl.flush()
+        self._append({"frames": frames, **metrics})
         if self.wandb_run is not None:
             finite = {k: v for k, v in metrics.items() if v is not None and math.isfinite(v)}
             self.wandb_run.log({"frames": frames, **finite})
@@ -83,6 +83,9 @@ class TrainLogger:
         }
         self.bar.set_postfix({k: v for k, v in shown.items() if v}, refresh=False)
 
+    def _append(self, line: dict) -> None:
+        append_whole(self.jsonl, (json.dumps(line) + "\n").encode(), self.run_dir / LOG_NAME)
+
     def advance(self, frames: int) -> None:
         if self.enabled:
             self.bar.update(frames - self.bar.n)
@@ -91,7 +94,7 @@ class TrainLogger:
         if self.enabled:
             self.bar.close()
             self.writer.close()
-            self.jsonl.close()
+            os.close(self.jsonl)
             if self.wandb_run is not None:
                 self.wandb_run.finish()
 
@@ -108,13 +111,15 @@ def _start_wandb(settings: WandbConfig, run_dir: Path, config: dict | None):
         ) from None
     id_file = run_dir / WANDB_ID_NAME
     run_id = id_file.read_text().strip() if id_file.is_file() else None  # None: W&B makes one
+    mode = settings.mode
+    assert mode is None or mode in WANDB_MODES  # WandbConfig refuses any other
     run = wandb.init(
         project=settings.project,
         entity=settings.entity,
         name=settings.name or run_dir.resolve().name,
         group=settings.group,
         tags=list(settings.tags),
-        mode=settings.mode,
+        mode=mode,
         dir=str(run_dir),
         config=config,
         id=run_id,
@@ -136,9 +141,10 @@ def _drop_lines_after(path: Path, frames: int) -> None:
     lines = path.read_text().splitlines(keepends=True)
     kept = [line for line in lines if json.loads(line).get("frames", 0) <= frames]
     if len(kept) != len(lines):
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text("".join(kept))
-        os.replace(tmp, path)
+        tmp = temporary_path(path)
+        with removed_on_failure(tmp, path):
+            tmp.write_text("".join(kept))
+            os.replace(tmp, path)
 
 
 def read_log(run_dir: Path) -> list[dict]:

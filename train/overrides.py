@@ -78,6 +78,8 @@ def apply_override(data: dict[str, Any], item: str) -> None:
             )
         if not isinstance(node, dict | list):
             raise ConfigError("override", item, f"a key inside a block ({name!r} is not one)")
+    if not isinstance(node, dict):  # only the config itself is left to check: the loop refused the rest
+        raise ConfigError("config", node, f"a mapping of fields, for the override {item!r} to set one in")
     try:
         node[leaf] = yaml.load(raw, Loader=YamlLoader)
     except yaml.YAMLError:

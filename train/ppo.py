@@ -178,7 +178,10 @@ class PPO:
             else evaluator
         )
         if config.optimizer == "lamb":
-            from timm.optim import Lamb, param_groups_weight_decay
+            # timm's public name for it (its old optim_factory says "import via timm.optim"); it is defined in
+            # the private timm.optim._param_groups, which timm.optim re-exports without an __all__.
+            from timm.optim import param_groups_weight_decay  # pyright: ignore[reportPrivateImportUsage]
+            from timm.optim.lamb import Lamb
 
             # Biases and 1-D parameters (norms, Fixup scales) get no decay, and timm's Lamb then skips
             # the layer-wise trust ratio for them, which makes them plain Adam steps as in BPS.

@@ -13,6 +13,7 @@ from navzoo.train import checkpoint as ckpt
 from navzoo.train.config import TrainConfig
 
 CONFIG_FILE = "train_config.yaml"
+LOCK_FILE = ".lock"  # held by the process training in the folder (navzoo.train.run_lock)
 
 
 def check_new_run(run_dir: Path, overwrite: bool) -> None:
@@ -23,6 +24,8 @@ def check_new_run(run_dir: Path, overwrite: bool) -> None:
             str(run_dir),
             "a new folder, or pass --resume to continue the run saved there",
         )
+    if run_dir.is_dir() and [p.name for p in run_dir.iterdir()] == [LOCK_FILE]:
+        return  # a run that stopped before writing anything left only its lock file: the folder is empty
     check_destination(run_dir, overwrite=overwrite)
 
 

@@ -43,7 +43,8 @@ from navzoo.train.machine import describe_machine
 from navzoo.train.model_export import export_model, training_episodes
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
-from navzoo.train.run_folder import check_new_run, prepare_run_folder
+from navzoo.train.run_folder import prepare_run_folder
+from navzoo.train.run_lock import claimed_run_folder
 from navzoo.train.run_state import CHECKPOINT_FORMAT, check_resumable, restore_worker, worker_state
 from navzoo.train.stages import StageTracker
 from navzoo.train.stop_signals import REQUEUE_SIGNAL, catch_stop_signals, requeue_slurm_job, restore_handlers
@@ -81,17 +82,19 @@ def train(
     """Train in this process; under torchrun every worker calls this with the same arguments.
 
     A new run needs a new or empty `run_dir`, or `overwrite=True` to write into one that holds files
-    (nothing of them is deleted); a folder with checkpoints is continued with `resume=True`.
+    (nothing of them is deleted); a folder with checkpoints is continued with `resume=True`. While another
+    process trains in `run_dir`, FolderInUseError names it (navzoo.train.run_lock).
     """
     if spec is None and config.model is None:
         raise ConfigError("model", None, "a zoo architecture (only navzoo finetune builds its own policy)")
     workers = init_workers(config.distributed, config.worker_device())
+    resume = resume or restart_count() > 0
     try:
-        # No name holds the trainer, so its DDP model (which holds the process group) is gone before the
-        # group is destroyed; gloo's threads outliving it to interpreter shutdown can abort the process.
-        return Trainer(config, Path(run_dir), workers, spec, callbacks).run(
-            resume or restart_count() > 0, overwrite
-        )
+        # Refused at once where another run writes: before the simulator is built or a file is touched.
+        with claimed_run_folder(Path(run_dir), workers, resume, overwrite):
+            # No name holds the trainer, so its DDP model (which holds the process group) is gone before the
+            # group is destroyed; gloo's threads outliving it to interpreter shutdown can abort the process.
+            return Trainer(config, Path(run_dir), workers, spec, callbacks).run(resume)
     finally:
         close_workers()
 
@@ -143,17 +146,15 @@ class Trainer:
         self.stop_reason: str | None = None  # set on every worker at once, from the all-reduced flag
 
     # --- the loop ----------------------------------------------------------------------------------
-    def run(self, resume: bool, overwrite: bool = False) -> TrainResult:
+    def run(self, resume: bool) -> TrainResult:
         try:
-            return self._run(resume, overwrite)
+            return self._run(resume)
         finally:
             # Also when the run is refused before it starts: the scene pool's loader thread stops with it.
             self.sim.close()
 
-    def _run(self, resume: bool, overwrite: bool) -> TrainResult:
+    def _run(self, resume: bool) -> TrainResult:
         cfg, workers = self.config, self.workers
-        if not resume:
-            check_new_run(self.run_dir, overwrite)
         found, state, skipped = (resume and ckpt.load_latest(self.run_dir)) or (None, None, [])
         dist.barrier()  # every worker has looked at the folder before the main worker writes to it
         if workers.is_main:
@@ -165,6 +166,7 @@ class Trainer:
             cfg.ppo.num_steps, observations, self.policy.initial_state(self.sim.num_envs)
         )
         if found is not None:
+            assert state is not None  # load_latest returns a checkpoint with its state
             self._restore(state, storage, found)
         elif cfg.init_from is not None:
             self.initialised_from = initialise_from(self.policy, cfg.init_from)
@@ -274,10 +276,12 @@ class Trainer:
         if (sim_config := self._sim_config(self.stages.index)) != self.sim.config:
             self._restart_environments(sim_config, storage)
         # DAgger's heads go on learning in a DAgger stage that follows one.
-        heads = self.learner.trainable.head if isinstance(self.learner, DAgger) else None
+        heads = self.learner.heads if isinstance(self.learner, DAgger) else None
         if not settings.uses_teacher:
             self.teacher = None
         else:
+            # check_stages: once a stage has let the teacher go, no later stage has it back.
+            assert self.teacher is not None
             self.teacher.config = settings.imitation
             self.teacher.drives = settings.algorithm == "dagger"  # PPO learns from the learner's own actions
         self.learner = self._learner(settings.algorithm, settings.ppo, settings.imitation, heads)
@@ -296,7 +300,9 @@ class Trainer:
     def _checkpoint(self, storage: RolloutStorage, metrics: dict[str, float]) -> str:
         """Gather every worker's state on the main worker, which writes the checkpoint and the model."""
         mine = worker_state(self.sim, storage, self.teacher, self.device)
-        gathered = [None] * self.workers.world_size if self.workers.is_main else None
+        gathered: list[dict[str, Any] | None] | None = None  # the main worker's, one item per worker
+        if self.workers.is_main:
+            gathered = [None for _ in range(self.workers.world_size)]
         dist.gather_object(mine, gathered, dst=0)
         path = ckpt.checkpoint_path(self.run_dir, self.update)
         if self.workers.is_main:

@@ -9,7 +9,15 @@ five as a sweep with a performance-vs-frames plot (navzoo.transfer.sweep.run_swe
 the training stack, so they are not imported here.
 """
 
+from typing import TYPE_CHECKING
+
 from navzoo.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:  # the lazy names below, for type checkers and editors
+    from navzoo.transfer.config import TransferConfig, transfer_train_config
+    from navzoo.transfer.imagenet import ImageNetWeightsError
+    from navzoo.transfer.setting_names import SETTINGS, setting_id
+    from navzoo.transfer.settings import build_setting
 
 # name -> module; imported on first use, so `navzoo finetune --help` does not load torch
 _EXPORTS = {
@@ -20,6 +28,13 @@ _EXPORTS = {
     "setting_id": "navzoo.transfer.setting_names",
     "build_setting": "navzoo.transfer.settings",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "SETTINGS",
+    "ImageNetWeightsError",
+    "TransferConfig",
+    "build_setting",
+    "setting_id",
+    "transfer_train_config",
+]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

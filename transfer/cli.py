@@ -124,11 +124,13 @@ def _options(args) -> dict:
 
 def _resume(args) -> int:
     """Continue a run with its saved configs; --frames and overrides may extend or change the training."""
+    from navzoo.train.run_lock import refuse_if_in_use
     from navzoo.transfer.finetune import load_run
     from navzoo.transfer.setting_names import setting_id
 
     if args.run_dir is None:
         raise ConfigError("--run-dir", None, "the run folder to resume")
+    refuse_if_in_use(Path(args.run_dir))  # a run that has just started there has no transfer.yaml yet
     transfer, config = load_run(args.run_dir, config_overrides(args))  # --frames included
     given = {"task": args.task, "setting": args.setting and setting_id(args.setting), **_options(args)}
     if args.base is not None:

@@ -13,6 +13,7 @@ mini-batches keeps one environment per mini-batch.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ class TransferConfig(Config):
 
 
 def transfer_train_config(
-    base: PointNavPolicy, task: str, frames: int | None, overrides: list[str] = ()
+    base: PointNavPolicy, task: str, frames: int | None, overrides: Sequence[str] = ()
 ) -> TrainConfig:
     """The DD-PPO config of a transfer run from `base` (see the module docstring)."""
     provenance = base.provenance or {}
@@ -90,7 +91,14 @@ def transfer_train_config(
     data = dict(data) if isinstance(data, dict) else {}
     sim = dict(data.get("sim") or {})
     if not sim:  # not trained by navzoo: DD-PPO defaults, with the base model's cameras
-        sim = {"sensors": list(base.config.visual_sensors), "resolution": list(base.config.resolution)}
+        resolution = base.config.resolution
+        if resolution is None:  # a blind base (PolicyConfig gives every policy with a camera a resolution)
+            raise ConfigError(
+                "base",
+                base.name,
+                "a PointGoal policy with a camera (the blind base has none), e.g. navzoo-pointnav-depth",
+            )
+        sim = {"sensors": list(base.config.visual_sensors), "resolution": list(resolution)}
     sim.update(task=task, split="train")
     # Transfer trains by DD-PPO, also from a base that learnt by imitation (its teacher walks to a goal),
     # and starts from the base given, not from whatever the base itself was initialised from.

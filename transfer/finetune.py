@@ -8,6 +8,7 @@ trainer gets that module.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -73,7 +74,7 @@ def finetune(
     return train(config, run_dir, resume=resume, spec=spec, overwrite=overwrite)
 
 
-def load_run(run_dir: str | Path, overrides: list[str] = ()) -> tuple[TransferConfig, TrainConfig]:
+def load_run(run_dir: str | Path, overrides: Sequence[str] = ()) -> tuple[TransferConfig, TrainConfig]:
     """The configs a `navzoo finetune` run folder was started with (to resume it or evaluate it), with
     `key=value` overrides applied before the training config is checked: a run trained on CUDA resumes
     on a machine without it given sim.device=cpu."""

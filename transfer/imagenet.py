@@ -13,8 +13,9 @@ from pathlib import Path
 import torch
 from safetensors import SafetensorError
 
-from navzoo.errors import NavzooError
+from navzoo.errors import ConfigError, NavzooError
 from navzoo.models import PointNavPolicy
+from navzoo.models.timm_encoder import TimmBackbone
 
 
 class ImageNetWeightsError(NavzooError):
@@ -25,8 +26,13 @@ def load_imagenet_backbone(policy: PointNavPolicy, weights_file: str | Path | No
     """Load ImageNet weights into the policy's timm backbone; returns where they came from."""
     import timm  # imported here: ~2 s, which `import navzoo` should not pay
 
-    backbone = policy.visual_encoder.backbone
-    model_name = policy.config.backbone.removeprefix("timm:")
+    encoder, name = policy.visual_encoder, policy.config.backbone
+    if encoder is None or name is None or not isinstance(encoder.backbone, TimmBackbone):
+        raise ConfigError(
+            "backbone", name, "'timm:' followed by a timm model name, which has ImageNet weights"
+        )
+    backbone = encoder.backbone
+    model_name = name.removeprefix("timm:")
     in_chans = policy.config.in_channels
     if weights_file is not None and not Path(weights_file).is_file():
         raise ImageNetWeightsError(
@@ -56,7 +62,9 @@ def load_imagenet_backbone(policy: PointNavPolicy, weights_file: str | Path | No
         backbone.model.load_state_dict(pretrained.state_dict())
     if weights_file is not None:
         return str(weights_file)
-    hub_id = pretrained.pretrained_cfg.get("hf_hub_id")
+    pretrained_cfg = pretrained.pretrained_cfg
+    assert isinstance(pretrained_cfg, dict)  # every timm model keeps the config it was built with, as a dict
+    hub_id = pretrained_cfg.get("hf_hub_id")
     return f"hf-hub:{hub_id}" if hub_id else f"timm:{model_name}"
 
 

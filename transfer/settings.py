@@ -95,7 +95,9 @@ def build_setting(
         policy.freeze_visual_encoder()
     elif setting == "pointgoal-encoder":
         policy = PointNavPolicy(goal_free)
-        policy.visual_encoder.load_state_dict(base.visual_encoder.state_dict())
+        encoder, base_encoder = policy.visual_encoder, base.visual_encoder
+        assert encoder is not None and base_encoder is not None  # goal_free reads the base's cameras
+        encoder.load_state_dict(base_encoder.state_dict())
         policy.freeze_visual_encoder()
     elif setting == "pointgoal-finetune":
         policy = PointNavPolicy(goal_free.replace(dummy_goal=dummy_goal))

@@ -14,8 +14,10 @@ import json
 import math
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from matplotlib.figure import Figure
@@ -50,7 +52,7 @@ def run_sweep(
     out: str | Path,
     settings: tuple[str, ...] = tuple(SETTINGS),
     plan: EvalPlan = EvalPlan(),
-    overrides: list[str] = (),
+    overrides: Sequence[str] = (),
     transfer_options: dict | None = None,
 ) -> dict:
     """Train and evaluate each setting in turn; returns what sweep.json holds."""
@@ -78,7 +80,7 @@ def run_sweep(
 
 
 def _run_setting(transfer, base_policy, frames, run_dir, plan, overrides) -> dict:
-    entry = {"label": SETTINGS[transfer.setting].label}
+    entry: dict[str, Any] = {"label": SETTINGS[transfer.setting].label}
     config = transfer_train_config(base_policy, transfer.task, frames, overrides)
     # `points` evenly spaced checkpoints, all kept for the curve.
     updates = math.ceil(frames / config.frames_per_update(1))

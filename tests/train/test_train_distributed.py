@@ -796,7 +796,9 @@ def test_resume_skips_a_damaged_checkpoint_and_removes_stale_temporaries(tmp_pat
     assert [p.name for p in ckpt.list_checkpoints(run_dir)] == ["ckpt-000000002.pt", "ckpt-000000004.pt"]
     newest = folder / "ckpt-000000004.pt"
     newest.write_bytes(newest.read_bytes()[:1000])  # damaged, as by a disk that filled up
-    stale = folder / ".ckpt-000000006.pt.tmp-4242"  # as a kill -9 during a save leaves it
+    killed = subprocess.Popen([sys.executable, "-c", "pass"])
+    killed.wait()  # a process that is gone: its temporary is stale, where a live one's is not
+    stale = folder / f".ckpt-000000006.pt.tmp-{killed.pid}"  # as a kill -9 during a save leaves it
     stale.write_bytes(b"\0" * 1000)
 
     out, err = _in_process(
