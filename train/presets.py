@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from navzoo.errors import ConfigError
+from navzoo.storage.bounded import MAX_CONFIG_BYTES, read_bounded
 from navzoo.train.overrides import YamlLoader
 
 
@@ -29,7 +30,7 @@ def read_config_file(source: str | Path) -> dict[str, Any]:
     if path.suffix in (".yaml", ".yml") or path.is_file():
         if not path.is_file():
             raise ConfigError("config", str(source), "an existing YAML file or a preset: " + _presets_text())
-        text = path.read_text()
+        text = read_bounded(path, MAX_CONFIG_BYTES, f"config file {path}")
     elif source in preset_names():
         text = (presets_folder() / f"{source}.yaml").read_text()
     else:
@@ -38,6 +39,8 @@ def read_config_file(source: str | Path) -> dict[str, Any]:
         return yaml.load(text, Loader=YamlLoader) or {}
     except yaml.YAMLError as err:
         raise ConfigError("config", str(source), f"valid YAML ({err})") from None
+    except RecursionError:
+        raise ConfigError("config", str(source), "YAML nested a few levels deep, as a config is") from None
 
 
 def _presets_text() -> str:

@@ -31,6 +31,7 @@ from navzoo.names import CAMERAS
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode
+from navzoo.storage.bounded import read_bounded
 
 FORMAT = "navzoo-replay"
 FORMAT_VERSION = 1
@@ -159,16 +160,11 @@ def load_replay(
 def _read_json(path: Path, name: str, max_bytes: int):
     """The file's JSON, decompressing at most `max_bytes` (a few kilobytes of gzip can inflate to
     gigabytes)."""
+    reason = "(a 500-step replay is about 100 KB): it is not a replay navzoo wrote"
     try:
-        with gzip.open(path, "rb") as f:
-            raw = f.read(max_bytes + 1)
+        raw = read_bounded(path, max_bytes, name, reason, gzipped=True, error=ReplayError)
     except (OSError, EOFError, zlib.error) as err:
         raise _not_json(name, err) from None
-    if len(raw) > max_bytes:
-        raise ReplayError(
-            f"{name} decompresses to more than {_mib(max_bytes)}, the most read here (a 500-step replay is "
-            "about 100 KB): it is not a replay navzoo wrote"
-        )
     try:
         return json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as err:  # RecursionError: nested too deep
@@ -203,10 +199,6 @@ def _damaged(name: str, err: Exception) -> ReplayError:
         f"{name} is a damaged replay ({type(err).__name__}: {err}); evaluate again, saving replays, to "
         "rewrite it"
     )
-
-
-def _mib(size: int) -> str:
-    return f"{size / 2**20:g} MiB"
 
 
 def _replay_from_dict(data: dict, config: SimConfig) -> Replay:

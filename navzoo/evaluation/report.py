@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from navzoo.errors import ConfigError
+from navzoo.errors import ConfigError, NavzooError
 from navzoo.evaluation.episodes import EpisodeResult, fixed_episodes
 from navzoo.evaluation.topdown import draw_topdown, shortest_path
 from navzoo.sim.batch_sim import BatchSim
@@ -40,7 +40,7 @@ def wilson_interval(successes: int, trials: int, z: float = 1.96) -> list[float]
 
 def _rates(results: list[EpisodeResult]) -> dict:
     """Episode count, Success with its 95% Wilson interval [low, high], SPL with its 95% half-width."""
-    spl, spl_ci = mean_ci([r.spl for r in results])
+    spl, spl_ci = mean_ci(_finite(results, "spl"))
     successes = sum(bool(r.success) for r in results)
     return {
         "episodes": len(results),
@@ -74,12 +74,16 @@ def summarize(results: list[EpisodeResult]) -> dict:
     """Means over episodes of one task, with 95% intervals for its metrics (Task.metrics), and the mean path
     length, collisions and steps. PointGoal adds the distance to the goal and Success / SPL per
     geodesic-distance bin (DD-PPO Fig. 13; empty bins are left out)."""
+    if not results:
+        raise NavzooError(
+            "no episodes to summarize: evaluate at least one episode (navzoo.evaluation.evaluate)"
+        )
     task = _task_of(results)
     if task.has_goal:
         return _pointgoal_summary(results)
     summary: dict[str, float] = {"episodes": len(results)}
     for metric, _ in task.metrics:
-        summary[metric], summary[f"{metric}_ci95"] = mean_ci([getattr(r, metric) for r in results])
+        summary[metric], summary[f"{metric}_ci95"] = mean_ci(_finite(results, metric))
     return {**summary, **_motion(results)}
 
 
@@ -88,6 +92,20 @@ def _task_of(results: list[EpisodeResult]) -> Task:
     if len(tasks) > 1:
         raise ConfigError("results", sorted(tasks), "episodes of one task (summarise each task on its own)")
     return get_task(tasks.pop() if tasks else "pointnav")
+
+
+def _finite(results: list[EpisodeResult], metric: str) -> list[float]:
+    """Each episode's `metric`; NavzooError naming the first episode where it is not a finite number, so
+    that a NaN (an SPL of 0/0, say) never reaches a mean, an interval or a report."""
+    values = [getattr(r, metric) for r in results]
+    for result, value in zip(results, values, strict=True):
+        if value is None or not math.isfinite(value):
+            raise NavzooError(
+                f"episode {result.episode_index} (episode_id {result.episode_id!r}) has {metric}={value}, "
+                "not a number a summary can average; evaluate it again with navzoo.evaluation.evaluate, "
+                "whose simulator refuses episodes that leave a metric undefined"
+            )
+    return values
 
 
 def _goal_metric(value: float | None) -> float:

@@ -19,6 +19,8 @@ TimeLimit (the spec's 500 steps, or N) is then the one limit, and the last info 
 metrics. ``make_vec`` passes N to the simulator itself. Either way episodes end at N with their metrics.
 """
 
+import dataclasses
+import reprlib
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -29,7 +31,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 from PIL import Image
 
-from navzoo.errors import ConfigError
+from navzoo.errors import ConfigError, NavzooError, closest
 from navzoo.evaluation.topdown import draw_topdown
 from navzoo.names import GOAL_SENSOR, SEEN_MAP, SEEN_MAP_CHANNELS
 from navzoo.sim.batch_sim import BatchSim
@@ -40,6 +42,8 @@ RENDER_FPS = 8
 RENDER_HEIGHT = 256
 RESET_OPTIONS = ("reset_mask",)
 UNLIMITED_STEPS = 2**31 - 1  # SimConfig.max_episode_steps when a TimeLimit wrapper ends the episodes
+_quote = reprlib.Repr()  # an action quoted in a message is cut short
+_quote.maxstring = _quote.maxother = _quote.maxlist = 40
 
 
 def observation_space(config: SimConfig) -> spaces.Dict:
@@ -61,11 +65,46 @@ def observation_space(config: SimConfig) -> spaces.Dict:
 
 def _config(config: SimConfig | None, **overrides) -> SimConfig:
     """A SimConfig from gymnasium.make's keyword arguments (SimConfig fields), 64x64 by default."""
-    base = config or SimConfig(resolution=(64, 64))
+    _check_keywords(overrides)
+    return (config or SimConfig(resolution=(64, 64))).replace(**overrides)
+
+
+def _check_keywords(overrides: dict[str, Any]) -> None:
+    """ConfigError naming the keyword arguments that are not SimConfig fields (only those), each with the
+    field it most likely meant."""
+    fields = [field.name for field in dataclasses.fields(SimConfig)]
+    unknown = [key for key in overrides if key not in fields]
+    allowed = "SimConfig fields (navzoo.sim.SimConfig), e.g. resolution=(64, 64)"
+    if len(unknown) == 1:
+        raise ConfigError("keyword argument", unknown[0], allowed, suggestion=closest(unknown[0], fields))
+    if unknown:
+        meant = [f"{closest(key, fields)!r} for {key!r}" for key in unknown if closest(key, fields)]
+        hint = f"; did you mean {', '.join(meant)}?" if meant else ""
+        raise ConfigError("keyword arguments", unknown, allowed + hint)
+
+
+class ActionError(NavzooError, gym.error.InvalidAction):
+    """An action outside the action space: a navzoo error, and the error gymnasium names for it."""
+
+
+def check_actions(actions, shape: tuple[int, ...]) -> np.ndarray:
+    """`actions` as an int64 array of `shape` (() for NavEnv, (N,) for NavVectorEnv): integers, Python's
+    or numpy's (scalars and arrays), in the action space. Bools and floats are refused, not rounded: an
+    action 1.9 or True is a bug in the caller, not action 1. ActionError otherwise."""
+    single = shape == ()
+    allowed = ", ".join(f"{i} ({name})" for i, name in enumerate(ACTION_NAMES))
+    expected = "an integer action" if single else f"integer actions of shape {shape}"
+    problem = f"expected {expected}, each one of {allowed}; got"
     try:
-        return base.replace(**overrides)
-    except TypeError:
-        raise ConfigError("kwargs", sorted(overrides), "SimConfig fields, e.g. resolution=(64, 64)") from None
+        array = np.asarray(actions)
+    except (ValueError, TypeError):  # a ragged list
+        raise ActionError(f"{problem} {_quote.repr(actions)}") from None
+    if array.dtype.kind not in "iu" or array.shape != shape:
+        found = _quote.repr(actions) if single else f"{array.dtype} of shape {array.shape}"
+        raise ActionError(f"{problem} {found}")
+    if ((array < 0) | (array >= len(ACTION_NAMES))).any():
+        raise ActionError(f"{problem} {_quote.repr(actions)}")
+    return array.astype(np.int64)
 
 
 def _to_numpy(obs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
@@ -144,7 +183,7 @@ class NavVectorEnv(VectorEnv):
         return self._last_obs, {}
 
     def step(self, actions):
-        actions = torch.as_tensor(np.asarray(actions), device=self.sim.device)
+        actions = torch.as_tensor(check_actions(actions, (self.num_envs,)), device=self.sim.device)
         # Waiting environments do not act (under DISABLED until they are reset: gymnasium leaves stepping a
         # finished environment undefined, here it waits).
         waiting = self._waiting.copy()
@@ -283,6 +322,14 @@ class NavEnv(gym.Env):
     metadata: ClassVar[dict] = {"render_modes": ["rgb_array"], "render_fps": RENDER_FPS}
 
     def __init__(self, config: SimConfig | None = None, render_mode: str | None = None, **overrides):
+        if overrides.get("num_envs", 1) != 1:
+            raise ConfigError(
+                "num_envs",
+                overrides["num_envs"],
+                "1 for gymnasium.make, which builds one environment; for a batch of N use "
+                "gymnasium.make_vec(env_id, num_envs=N, vectorization_mode='vector_entry_point'), one "
+                "simulator stepping them all",
+            )
         self.batch = NavVectorEnv(
             _config(config, **overrides).replace(num_envs=1), autoreset_mode=AutoresetMode.DISABLED
         )
@@ -302,9 +349,7 @@ class NavEnv(gym.Env):
         return {k: v[0] for k, v in obs.items()}, {}
 
     def step(self, action):
-        if not self.action_space.contains(int(action)):
-            raise gym.error.InvalidAction(f"action must be one of 0..3 {ACTION_NAMES}, got {action!r}")
-        obs, reward, terminated, truncated, info = self.batch.step(np.array([int(action)]))
+        obs, reward, terminated, truncated, info = self.batch.step(check_actions(action, ())[None])
         step_info: dict[str, Any] = {"collided": bool(info["collided"][0])}
         # The metrics so far at every step, so whichever limit ends the episode, the simulator's or a
         # TimeLimit wrapper's, its last info has them; an ended episode's also say where it ended.

@@ -24,13 +24,13 @@ from navzoo.models.configuration import PolicyConfig
 from navzoo.models.metadata import METADATA_KEYS, ModelMetadata
 from navzoo.models.neural_controller_config import ARCHITECTURE_TYPE, NeuralControllerConfig
 from navzoo.names import CONFIG_NAME, WEIGHTS_NAME
+from navzoo.storage.bounded import MAX_CONFIG_BYTES, read_bounded
 
 if TYPE_CHECKING:
     from navzoo.models.interface import NavigationPolicy
 
 FORMAT = "navzoo-policy"
 FORMAT_VERSION = 1
-MAX_CONFIG_BYTES = 1 << 20  # navzoo writes a few KB; anything this large is not a config
 
 ModelConfig = PolicyConfig | NeuralControllerConfig
 
@@ -100,10 +100,10 @@ def read_config(folder: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
     hint = "a navzoo model folder holds config.json and model.safetensors (write one with `navzoo convert`)"
     if not path.is_file():
         raise WeightsFormatError(f"{path} does not exist: {hint}")
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise WeightsFormatError(f"{path} is {path.stat().st_size:,} bytes, too large for a config: {hint}")
+    too_large = f"(navzoo writes a few KB): it is not a navzoo config; {hint}"
+    raw = read_bounded(path, MAX_CONFIG_BYTES, str(path), too_large, error=WeightsFormatError)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
         reason = "nested too deeply" if isinstance(err, RecursionError) else str(err)
         raise WeightsFormatError(

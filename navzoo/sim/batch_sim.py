@@ -214,7 +214,7 @@ class BatchSim:
     def geodesic_distance(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
         """Geodesic distance from points [M, 2] to the goal (Flee: from the start) of the listed envs."""
         idx = slice(None) if envs is None else envs
-        return self._lookup(self.field[idx], points)
+        return self.pool.geodesic(self.field[idx], points)
 
     def close(self) -> None:
         self.pool.close()
@@ -325,21 +325,6 @@ class BatchSim:
         if self.fixed:
             metrics["episode_index"] = self.episode_index.clone()
         return metrics
-
-    def _lookup(self, field: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
-        """Geodesic distance at continuous points: best of the 3x3 neighbouring cell centres plus the hop."""
-        _, rows, cols = self.pool.fields.shape
-        size = self.pool.nav_cell
-        row = torch.floor(points[:, 1] / size).long()
-        col = torch.floor(points[:, 0] / size).long()
-        offsets = torch.arange(-1, 2, device=points.device)
-        r = (row[:, None, None] + offsets[None, :, None]).clamp(0, rows - 1)
-        c = (col[:, None, None] + offsets[None, None, :]).clamp(0, cols - 1)
-        values = self.pool.fields.reshape(-1)[(field[:, None, None] * rows + r) * cols + c]
-        hop = torch.hypot(
-            (c + 0.5) * size - points[:, 0, None, None], (r + 0.5) * size - points[:, 1, None, None]
-        )
-        return (values + hop).flatten(1).min(1).values
 
     def _check_actions(self, actions) -> torch.Tensor:
         actions = torch.as_tensor(actions, device=self.device)

@@ -23,11 +23,16 @@ import numpy as np
 from navzoo.errors import EpisodeError
 from navzoo.sim.navgrid import NavGrid
 from navzoo.sim.scenes import Scene, generate_scene, parse_scene_id, split_scene_ids, stable_seed
+from navzoo.storage.bounded import read_bounded
 
 ANCHORS_PER_SCENE = 12
 STARTS_PER_ANCHOR = 256
 MIN_RATIO = 1.1  # geodesic / euclidean below this is an "easy" episode
 EASY_KEEP_PROBABILITY = 0.1
+EPISODE_BYTES = 400  # about what save_episodes writes for one episode
+# The most JSON load_episodes reads by default, decompressed: some 160,000 episodes, where the val and test
+# splits hold hundreds; a gzip bomb or a runaway file stops here instead of filling memory.
+MAX_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -218,16 +223,17 @@ def save_episodes(
         path.write_text(text)
 
 
-def load_episodes(path: str | Path) -> list[Episode]:
+def load_episodes(path: str | Path, *, max_bytes: int = MAX_BYTES) -> list[Episode]:
     """Read a habitat-lab PointNav dataset (.json or .json.gz) whose scene ids are navzoo scene ids.
 
     EpisodeError, naming the episode and the problem, unless the file is whole and every episode has a
-    navzoo scene id, finite positions of three numbers and a unit-quaternion start rotation. Whether
-    starts and goals lie on free floor is checked where the scenes are built (navzoo.sim.pool)."""
+    navzoo scene id, finite positions of three numbers and a unit-quaternion start rotation, and unless its
+    JSON (decompressed) holds at most `max_bytes`. Whether starts and goals lie on free floor, joined by a
+    path and apart, is checked where the scenes are built (navzoo.sim.pool)."""
     path = Path(path)
     if not path.is_file():
         raise EpisodeError(f"episode file {path} does not exist; write one with navzoo.sim.save_episodes")
-    data = _read_json(path)
+    data = _read_json(path, max_bytes)
     if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
         raise EpisodeError(
             f"episode file {path} is not a habitat PointNav dataset; expected "
@@ -245,19 +251,30 @@ _FORMAT = (
 _REQUIRED_KEYS = ("episode_id", "scene_id", "start_position", "start_rotation", "goals")
 
 
-def _read_json(path: Path):
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            return json.load(f)
+def _read_json(path: Path, max_bytes: int):
+    """The file's JSON, decompressing at most `max_bytes` of it."""
+    reason = (
+        f"(an episode is about {EPISODE_BYTES} bytes of JSON): split the file, or pass a larger max_bytes "
+        "to navzoo.sim.load_episodes"
+    )
     # A truncated .gz ends in EOFError, a damaged one in zlib.error or OSError; bad JSON or UTF-8 in
     # ValueError; JSON nested thousands of levels deep in RecursionError.
-    except (OSError, EOFError, zlib.error, ValueError, RecursionError) as exc:
-        raise EpisodeError(
-            f"episode file {path} cannot be read as {'gzip-compressed ' * (path.suffix == '.gz')}JSON "
-            f"({type(exc).__name__}: {exc}); it may be truncated or damaged: copy or write it again "
-            "(navzoo.sim.save_episodes)"
-        ) from exc
+    try:
+        raw = read_bounded(path, max_bytes, f"episode file {path}", reason, error=EpisodeError)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _unreadable(path, exc) from exc
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise _unreadable(path, exc) from exc
+
+
+def _unreadable(path: Path, exc: Exception) -> EpisodeError:
+    return EpisodeError(
+        f"episode file {path} cannot be read as {'gzip-compressed ' * (path.suffix == '.gz')}JSON "
+        f"({type(exc).__name__}: {exc}); it may be truncated or damaged: copy or write it again "
+        "(navzoo.sim.save_episodes)"
+    )
 
 
 def _parse_episode(raw, index: int, path: Path) -> Episode:

@@ -1,6 +1,6 @@
 """The simulator's geometry as numba functions, for loops over single points on the CPU.
 
-They compute exactly what their tensor versions compute (`physics.disc_free` and `BatchSim._lookup`), in
+They compute exactly what their tensor versions compute (`physics.disc_free` and `ScenePool.geodesic`), in
 the same float32 arithmetic, but one point at a time, so a caller can stop at the first blocked point of a
 ray instead of testing all of them (navzoo.train.teacher). Compiled on first use and cached on disk.
 """
@@ -121,7 +121,7 @@ def _clearance(heights, cell_sizes, slot, p, axis, sign, radius, limits, wanted)
 @njit(cache=True, inline="always")
 def geodesic(fields, field, nav_cell, x, y, heights, cell_size, slot, hop_radius):
     """Geodesic distance at (x, y) in distance field `field` of `fields` [F, rows, cols]: the best of the
-    3x3 neighbouring cell centres plus the straight hop to it (BatchSim._lookup for one point).
+    3x3 neighbouring cell centres plus the straight hop to it (ScenePool.geodesic for one point).
 
     With `hop_radius` > 0 a hop counts only if a disc of that radius at its midpoint is clear in map
     `heights[slot]`: on a partial map an unseen cell at a wall corner has a finite distance from the far

@@ -130,6 +130,28 @@ class ScenePool:
             "field": torch.tensor(table["field"], dtype=torch.long, device=self.device),
         }
         self.rotating = False
+        self._refuse_solved_at_start(episodes)
+
+    def _refuse_solved_at_start(self, episodes: list[Episode]) -> None:
+        """EpisodeError for the first episode whose start is within success_distance of its goal, in a
+        straight line or as the simulator measures the geodesic: a stop before any step would succeed with
+        a shortest path of about 0 m, which makes SPL 0/0 when the agent does not move. habitat's generator
+        keeps them at least 1 m apart (geodesic; docs/design/habitat-sim-rules.md section 6)."""
+        table, reach = self.episodes, self.config.success_distance
+        far_end = table["goal"] if self.fields_from_start else table["start"]
+        geodesic = self.geodesic(table["field"], far_end).cpu()
+        straight = (table["goal"] - table["start"]).norm(dim=1).cpu()
+        near = (torch.minimum(geodesic, straight) <= reach).nonzero().flatten()
+        if len(near):
+            index = int(near[0])
+            raise self._episode_error(
+                index,
+                episodes[index],
+                f"its start is {float(straight[index]):.3g} m from its goal ({float(geodesic[index]):.3g} m "
+                f"geodesic), within success_distance={reach:g} m: a stop at the start would succeed",
+                fix="move its start at least 1 m (geodesic) from its goal, as habitat's episode generator "
+                "does (generated episodes: set min_geodesic above success_distance), or remove the episode",
+            )
 
     def _standing_cell(self, assets: SceneAssets, index: int, ep: Episode, end: str) -> tuple[int, int]:
         """The navigation cell of an episode's "start" or "goal"; EpisodeError unless the agent fits there
@@ -154,12 +176,33 @@ class ScenePool:
             )
         return row, col
 
-    def _episode_error(self, index: int, ep: Episode, problem: str) -> EpisodeError:
+    def _episode_error(
+        self,
+        index: int,
+        ep: Episode,
+        problem: str,
+        fix: str = "move its start and goal onto free floor joined by a path, or remove the episode",
+    ) -> EpisodeError:
         file = self.config.episodes_file
         return EpisodeError(
-            f"episode {index} (episode_id {ep.episode_id!r}){f' of {file}' if file else ''}: {problem}; "
-            "move its start and goal onto free floor joined by a path, or remove the episode"
+            f"episode {index} (episode_id {ep.episode_id!r}){f' of {file}' if file else ''}: {problem}; {fix}"
         )
+
+    def geodesic(self, field: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
+        """Geodesic distance at continuous points [M, 2] in distance fields `field` [M]: the best of the
+        3x3 neighbouring cell centres plus the straight hop to it."""
+        _, rows, cols = self.fields.shape
+        size = self.nav_cell
+        row = torch.floor(points[:, 1] / size).long()
+        col = torch.floor(points[:, 0] / size).long()
+        offsets = torch.arange(-1, 2, device=points.device)
+        r = (row[:, None, None] + offsets[None, :, None]).clamp(0, rows - 1)
+        c = (col[:, None, None] + offsets[None, None, :]).clamp(0, cols - 1)
+        values = self.fields.reshape(-1)[(field[:, None, None] * rows + r) * cols + c]
+        hop = torch.hypot(
+            (c + 0.5) * size - points[:, 0, None, None], (r + 0.5) * size - points[:, 1, None, None]
+        )
+        return (values + hop).flatten(1).min(1).values
 
     def _allocate(self, rows: int, cols: int, fields: int, max_rooms: int) -> None:
         p, dev = self.slots_count, self.device

@@ -57,7 +57,7 @@ class PointGoal(Task):
         sim.geodesic = torch.where(torch.isfinite(current), current, previous)
         reward = -(sim.geodesic - previous) + self.slack_reward
         success = stop & (sim.geodesic <= sim.config.success_distance)
-        spl = success.float() * sim.start_geodesic / torch.maximum(sim.start_geodesic, sim.path_length)
+        spl = success.float() * efficiency(sim.start_geodesic, sim.path_length)
         reward = reward + self.success_reward * spl  # SPL is 0 unless the episode ends here
         return reward, {
             "success": success.float(),
@@ -73,3 +73,12 @@ class PointGoal(Task):
         forward = rel[:, 0] * torch.cos(heading) + rel[:, 1] * torch.sin(heading)
         left = -rel[:, 0] * torch.sin(heading) + rel[:, 1] * torch.cos(heading)
         return {GOAL_SENSOR: torch.stack([rel.norm(dim=1), torch.atan2(-left, forward)], 1)}
+
+
+def efficiency(shortest: torch.Tensor, walked: torch.Tensor) -> torch.Tensor:
+    """SPL's path efficiency l / max(l, p), the shortest path length l over the longer of it and the path
+    walked p; 1 where both are 0. habitat divides 0 by 0 there (ZeroDivisionError, or NaN in numpy): its
+    generator never makes an episode that starts at its goal, and navzoo refuses one when it is loaded, but
+    an agent that walked the shortest path of 0 m walked it exactly, and a 0/0 must never reach a report."""
+    longest = torch.maximum(shortest, walked)
+    return torch.where(longest > 0, shortest / longest, torch.ones_like(longest))

@@ -20,6 +20,7 @@ from navzoo.errors import ConfigError, NavzooError, WeightsFormatError
 from navzoo.models import NeuralControllerConfig, PolicyConfig
 from navzoo.models.weights import read_config
 from navzoo.sim.config import SimConfig
+from navzoo.storage.bounded import MAX_CONFIG_BYTES
 from navzoo.train.config import TrainConfig, load_config
 from navzoo.train.config_blocks import DistributedConfig, ImitationConfig, PPOConfig
 from navzoo.train.overrides import apply_override
@@ -171,6 +172,30 @@ def test_deeply_nested_config_json_is_refused(tmp_path):
         read_config(folder)
 
 
+def test_oversized_config_json_is_refused_unread(tmp_path):
+    folder = _model_folder(tmp_path, lambda c: None)
+    path = folder / "config.json"
+    path.write_text(path.read_text() + " " * MAX_CONFIG_BYTES)  # valid JSON, but no config is this large
+    with pytest.raises(WeightsFormatError, match=r"config.json holds more than 1 MiB, the most read here"):
+        read_config(folder)
+
+
+def test_oversized_yaml_config_is_refused_unread(tmp_path):
+    path = tmp_path / "big.yaml"
+    path.write_text("model: navzoo-pointnav-blind\n" + "#" * MAX_CONFIG_BYTES + "\n")
+    with pytest.raises(
+        NavzooError, match=r"config file .*big.yaml holds more than 1 MiB, the most read here"
+    ):
+        load_config(str(path))
+
+
+def test_deeply_nested_yaml_config_is_refused(tmp_path):
+    path = tmp_path / "deep.yaml"
+    path.write_text("seed: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="nested a few levels deep"):
+        load_config(str(path))
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -274,3 +299,37 @@ def test_type_check_accepts_exactly_what_it_normalises(values):
         return
     check_field_types(config)  # a normalised config passes again unchanged
     assert config == SimConfig.from_dict(dataclasses.asdict(config))
+
+
+SIZES = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+NEAR_THE_BOUND = st.integers(MAX_CONFIG_BYTES - 64, MAX_CONFIG_BYTES + 64) | st.integers(0, 4096)
+
+
+@SIZES
+@given(size=NEAR_THE_BOUND, depth=st.integers(0, 20_000))
+def test_fuzzed_config_json_sizes_and_depths_end_in_navzoo_errors(tmp_path_factory, size, depth):
+    """A config.json with an architecture nested `depth` lists deep, padded to `size` bytes when shorter:
+    past the bound it is refused for its size; within it, it ends in a navzoo error."""
+    folder = tmp_path_factory.mktemp("sized")
+    head = '{"format": "navzoo-policy", "format_version": 1, "architecture": '
+    text = head + "[" * depth + "]" * depth + "}"
+    text += " " * max(0, size - len(text))
+    (folder / "config.json").write_text(text)
+    too_large = len(text) > MAX_CONFIG_BYTES
+    with pytest.raises(
+        WeightsFormatError, match="more than 1 MiB, the most read here" if too_large else None
+    ):
+        read_config(folder)
+
+
+@SIZES
+@given(size=NEAR_THE_BOUND)
+def test_fuzzed_yaml_config_sizes_end_in_navzoo_errors(tmp_path_factory, size):
+    path = tmp_path_factory.mktemp("sized") / "config.yaml"
+    text = "model: navzoo-pointnav-blind\n"
+    path.write_text(text + "#" * max(0, size - len(text) - 1) + "\n")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        with pytest.raises(NavzooError, match="more than 1 MiB, the most read here"):
+            load_config(str(path))
+    else:
+        assert load_config(str(path)).model == "navzoo-pointnav-blind"

@@ -14,7 +14,7 @@ from gymnasium.wrappers.vector import DictInfoToList, NormalizeReward, RecordEpi
 
 import navzoo  # noqa: F401 - registers the navzoo/* environment ids
 from navzoo.errors import ConfigError
-from navzoo.interop.gym_env import NavEnv, NavVectorEnv
+from navzoo.interop.gym_env import ActionError, NavEnv, NavVectorEnv
 from navzoo.sim import SimConfig
 
 TURN_LEFT = 2
@@ -164,6 +164,54 @@ def test_disabled_autoreset_waits_for_a_masked_reset():
     env.reset(options={"reset_mask": mask})
     env.step(np.full(3, 1))
     assert env.sim.steps.tolist() == [1, 0, 0]
+
+
+BAD_ACTIONS = [1.9, True, np.float32(1.0), np.bool_(True), 4, -1, np.array([1]), "1", None]
+
+
+@pytest.mark.parametrize("action", BAD_ACTIONS, ids=repr)
+def test_single_env_refuses_what_is_not_an_integer_action(action):
+    """No rounding: step(1.9) or step(True) is a bug in the caller, as the vector env says too."""
+    env = gymnasium.make("navzoo/PointNav-v0", resolution=(16, 16), sensors=())
+    env.reset(seed=0)
+    with pytest.raises(ActionError, match=r"expected an integer action, each one of 0 \(stop\), 1 \(move"):
+        env.step(action)
+    with pytest.raises(gymnasium.error.InvalidAction):  # gymnasium's name for it
+        env.step(action)
+
+
+@pytest.mark.parametrize("batch", [[1.9, 1.0], [True, False], [4, 1], [[1], [2, 3]], np.ones((2, 1), int)])
+def test_vector_env_refuses_the_same_with_the_same_check(batch):
+    env = _vector(num_envs=2)
+    env.reset(seed=0)
+    with pytest.raises(ActionError, match=r"expected integer actions of shape \(2,\), each one of 0 \(stop"):
+        env.step(batch)
+
+
+@pytest.mark.parametrize("action", [1, np.int64(1), np.uint8(1), np.array(1), np.array(1, dtype=np.int16)])
+def test_integer_actions_of_any_integer_type_are_taken(action):
+    env = NavEnv(SimConfig(resolution=(16, 16), sensors=()))
+    env.reset(seed=0)
+    start = env.sim.pos.clone()
+    env.step(action)
+    assert env.sim.steps.tolist() == [1] and not np.allclose(env.sim.pos, start)
+
+
+def test_make_with_num_envs_points_to_make_vec():
+    with pytest.raises(ConfigError, match=r"num_envs=8: .* gymnasium.make_vec\(env_id, num_envs=N"):
+        gymnasium.make("navzoo/PointNav-v0", resolution=(16, 16), num_envs=8)
+
+
+def test_unknown_keywords_are_named_alone_with_the_field_meant():
+    with pytest.raises(ConfigError) as error:
+        gymnasium.make("navzoo/PointNav-v0", resolution=(16, 16), num_env=8)
+    message = str(error.value)
+    assert message.startswith("invalid keyword argument='num_env': did you mean 'num_envs'?")
+    assert "resolution'" not in message and "'task'" not in message  # valid keywords are not called invalid
+    with pytest.raises(
+        ConfigError, match=r"\['resolutoin', 'qqqq'\]: .*did you mean 'resolution' for 'resol"
+    ):
+        gymnasium.make("navzoo/PointNav-v0", resolutoin=(16, 16), qqqq=1)
 
 
 def test_reset_options_are_checked_not_ignored():

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import json
 import math
+import resource
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from navzoo.errors import EpisodeError, NavzooError
 from navzoo.sim import BatchSim, SimConfig, load_episodes, save_episodes
-from navzoo.sim.episodes import Episode, episodes_for, scene_assets, to_habitat_position
+from navzoo.sim.episodes import MAX_BYTES, Episode, episodes_for, scene_assets, to_habitat_position
 from navzoo.sim.navgrid import NavGrid
 from navzoo.sim.scenes import generate_scene
 
@@ -103,6 +104,33 @@ def test_goal_out_of_reach_is_reported(tmp_path):
         build_sim(str(path), agent_radius=radius)
 
 
+def test_a_goal_at_the_start_is_refused_before_any_step(valid_file, episodes, tmp_path):
+    """Stopping at once would succeed with a shortest path of 0 m: SPL 0/0 for every agent."""
+    path = spoiled(valid_file, tmp_path, lambda e: e["goals"][0].update(position=e["start_position"]))
+    with pytest.raises(
+        EpisodeError, match=rf"{naming(episodes)} of .*: its start is 0 m from its goal"
+    ) as error:
+        build_sim(path)
+    assert "(0 m geodesic), within success_distance=0.2 m" in str(error.value)
+    assert "at least 1 m (geodesic) from its goal" in str(error.value)
+
+
+def test_a_start_within_success_distance_of_its_goal_is_refused(valid_file, episodes):
+    reach = max(e.geodesic_distance for e in episodes)  # the val episodes' geodesics are 1 m or more
+    with pytest.raises(
+        EpisodeError, match=rf"{naming(episodes, 0)} of .*: its start is .* within success_dist"
+    ):
+        build_sim(str(valid_file), success_distance=reach + 1)
+
+
+@pytest.mark.parametrize("split", ["val", "test"])
+def test_the_shipped_splits_pass_validation(split):
+    families = ("apartment-s", "apartment", "office", "office-l")
+    sim = BatchSim(CONFIG.replace(split=split, scene_families=families, episodes_per_scene=100))
+    assert sim.episodes is not None and len(sim.episodes) == 2400
+    sim.close()
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -160,6 +188,41 @@ def test_unreadable_files_are_reported(valid_file, tmp_path, content, message):
     path.write_bytes(content)
     with pytest.raises(EpisodeError, match=message):
         load_episodes(path)
+
+
+def _gzip_of_spaces(path, size: int):
+    """A .json.gz of `size` bytes of whitespace, compressed a mebibyte at a time (a gzip bomb)."""
+    compressor = gzip.GzipFile(path, "wb")
+    for start in range(0, size, 1 << 20):
+        compressor.write(b" " * min(1 << 20, size - start))
+    compressor.close()
+    return path
+
+
+def test_a_gzip_bomb_is_refused_without_inflating_it(tmp_path):
+    path = _gzip_of_spaces(tmp_path / "bomb.json.gz", 4 * MAX_BYTES)
+    assert path.stat().st_size < 1 << 20
+    before = _peak_rss_mb()
+    with pytest.raises(
+        EpisodeError, match=r"episode file .*bomb.json.gz decompresses to more than 64 MiB, the"
+    ):
+        load_episodes(path)
+    assert _peak_rss_mb() - before < 2 * MAX_BYTES / 2**20  # one bounded read, never the whole file
+
+
+@pytest.mark.parametrize("name", ["val.json", "val.json.gz"])
+def test_the_size_bound_is_exact_and_can_be_raised(episodes, tmp_path, name):
+    path = tmp_path / name
+    save_episodes(episodes, path)
+    size = len(gzip.decompress(path.read_bytes())) if name.endswith(".gz") else path.stat().st_size
+    assert len(load_episodes(path, max_bytes=size)) == len(episodes)
+    grows = "decompresses to" if name.endswith(".gz") else "holds"
+    with pytest.raises(EpisodeError, match=rf"{name} {grows} more than {size - 1:,} bytes.*split the file"):
+        load_episodes(path, max_bytes=size - 1)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # --- fuzzing the reader: any document or bytes give episodes or a navzoo error, never another exception ---
@@ -220,3 +283,29 @@ def test_fuzzed_bytes_load_or_raise_a_navzoo_error(scratch, valid_file, data):
     path = scratch / data.draw(st.sampled_from(["bytes.json.gz", "bytes.json"]))
     path.write_bytes(content)
     load_or_navzoo_error(path)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    depth=st.integers(0, 20_000),
+    padding=st.integers(0, 3000),
+    max_bytes=st.integers(1, 40_000),
+    compressed=st.booleans(),
+)
+def test_fuzzed_sizes_and_depths_are_refused_cleanly(
+    scratch, valid_file, depth, padding, max_bytes, compressed
+):
+    """A valid file nested `depth` lists deep and padded: past max_bytes it is refused for its size,
+    whatever it holds; within it, nested it is refused (not a dataset, or too deep), else it loads."""
+    valid = gzip.decompress(valid_file.read_bytes())
+    text = b"[" * depth + valid + b"]" * depth + b" " * padding
+    path = scratch / ("sized.json.gz" if compressed else "sized.json")
+    path.write_bytes(gzip.compress(text, compresslevel=1) if compressed else text)
+    if len(text) > max_bytes:
+        with pytest.raises(EpisodeError, match=r"more than .*, the most read here"):
+            load_episodes(path, max_bytes=max_bytes)
+    elif depth:
+        with pytest.raises(EpisodeError, match=r"not a habitat PointNav dataset|RecursionError"):
+            load_episodes(path, max_bytes=max_bytes)
+    else:
+        assert len(load_episodes(path, max_bytes=max_bytes)) == 3

@@ -82,6 +82,22 @@ def test_stopping_far_from_the_goal_scores_zero():
     assert torch.allclose(reward, torch.full((4,), -0.01))
 
 
+def test_spl_of_a_zero_length_shortest_path_walked_exactly_is_success_not_nan():
+    """A start at the goal is refused when episodes are loaded; should one still occur (l = p = 0),
+    habitat's l / max(l, p) is 0/0. The agent walked the shortest path exactly: SPL is its success."""
+    sim = BatchSim(SimConfig(split="val", num_envs=1, sensors=(), scene_families=("apartment-s",)))
+    sim.reset()
+    sim.pos[:] = sim.goal  # the start at the goal, as a degenerate episode has it
+    sim.task.begin(sim, torch.arange(1))
+    sim.start_geodesic[:] = sim.geodesic
+    assert float(sim.start_geodesic[0]) == 0.0
+    _, reward, done, info = sim.step(torch.full((1,), STOP))
+    assert done.all() and info["episode"]["success"].tolist() == [1.0]
+    assert info["episode"]["spl"].tolist() == [1.0]
+    assert math.isclose(float(reward[0]), 2.5 - 0.01, abs_tol=1e-6)
+    sim.close()
+
+
 def test_episode_ends_at_the_step_limit_without_success():
     sim = BatchSim(SimConfig(num_envs=2, sensors=(), max_episode_steps=5))
     sim.reset()
