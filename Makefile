@@ -14,14 +14,18 @@ setup:
 run: setup
 	$(PYTHON) -m navzoo eval --split val --episodes $(EPISODES) --out runs/eval
 
+# The strict editable install lays the package out as it installs (train/ as navzoo/train, ...) in links
+# under build/, where the type checker can follow the imports; a new module needs this install again.
 test:
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test]' --config-settings editable_mode=strict
 	$(PYTHON) -m ruff check .
+	$(PYTHON) -m pyright
 	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(PYTHON) -m pyright
 
 format:
 	$(PYTHON) -m ruff format .

@@ -76,7 +76,7 @@ def _alive(pid: int) -> bool:
 
 def _errno_behind(failure: Exception) -> int | None:
     """The errno of the OS error that caused `failure`, as raised or chained, or named in its message."""
-    seen: Exception | None = failure
+    seen: BaseException | None = failure
     while seen is not None:
         if isinstance(seen, OSError) and seen.errno is not None:
             return seen.errno
