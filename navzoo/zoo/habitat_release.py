@@ -135,7 +135,8 @@ def _convert(
     staging = releases / f".{final.name}.tmp-{os.getpid()}"
     for stale in (*releases.glob(f".{final.name}.tmp-*"), final):  # left by a killed process
         shutil.rmtree(stale, ignore_errors=True)
-    save_pretrained(policy, staging)
+    # The provenance names the address the file came from: habitat's, or the mirror's.
+    save_pretrained(policy, staging, provenance={**(policy.provenance or {}), "fetched_from": url})
     os.replace(staging, final)
     return final
 

@@ -80,6 +80,7 @@ def test_first_load_downloads_converts_and_caches(ref, release_server, capfd):
 
     policy = navzoo.load("pointnav-blind")
     assert policy.name == "pointnav-blind" and policy.provenance["original_file"] == BLIND
+    assert policy.provenance["fetched_from"] == release_server.url + BLIND  # the mirror, not habitat's
     assert_matches_reference(ref, policy, original)
     progress = capfd.readouterr().err
     assert BLIND in progress and "B/s" in progress  # tqdm's bar: bytes, rate and time left
@@ -242,7 +243,9 @@ def test_a_mirror_on_the_file_system(ref, release_server, monkeypatch):
     """NAVZOO_DDPPO_BASE_URL may name a local folder (or file:// URL): the file is read where it is."""
     original = serve(release_server, BLIND, released_checkpoint(ref, None))
     monkeypatch.setenv(BASE_URL_ENV, release_server.root.as_uri())
-    assert_matches_reference(ref, navzoo.load("pointnav-blind"), original)
+    policy = navzoo.load("pointnav-blind")
+    assert_matches_reference(ref, policy, original)
+    assert policy.provenance["fetched_from"] == release_server.root.as_uri() + "/" + BLIND
     assert release_server.requests == [] and (release_server.root / BLIND).is_file()
 
 
