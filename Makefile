@@ -6,7 +6,7 @@ EPISODES ?= 96
 # pytest-xdist workers: most tests run one thread, so two workers keep both cores of a 2-core machine busy.
 TEST_WORKERS ?= 2
 
-.PHONY: setup run test lint format bench
+.PHONY: setup run test lint typecheck format bench
 
 setup:
 	$(PIP) install -e '.[dev]'
@@ -14,17 +14,22 @@ setup:
 run: setup
 	$(PYTHON) -m navzoo eval --split val --episodes $(EPISODES) --out runs/eval
 
-# The strict editable install lays the package out as it installs (train/ as navzoo/train, ...) in links
-# under build/, where the type checker can follow the imports; a new module needs this install again.
 test:
-	$(PIP) install -e '.[test]' --config-settings editable_mode=strict
+	$(PIP) install -e '.[test]'
 	$(PYTHON) -m ruff check .
-	$(PYTHON) -m pyright
+	$(MAKE) typecheck
 	$(PYTHON) -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 lint:
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(MAKE) typecheck
+
+# pyright reads imports as the installed package lays them out (train/ is navzoo.train, and so on), which
+# the editable install only does at run time: links under build/typecheck give it that layout.
+typecheck:
+	rm -rf build/typecheck && mkdir -p build/typecheck/navzoo
+	for entry in navzoo/* train transfer hub demo; do ln -s ../../../$$entry build/typecheck/navzoo/; done
 	$(PYTHON) -m pyright
 
 format:
