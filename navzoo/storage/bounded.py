@@ -36,5 +36,5 @@ def read_bounded(
 
 
 def format_size(size: int) -> str:
-    """A byte count in MiB ("64 MiB"), or in bytes below one MiB."""
-    return f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size:,} bytes"
+    """A byte count in MiB ("64 MiB", "0.5 MiB"), or in bytes below 64 KiB."""
+    return f"{size / 2**20:g} MiB" if size >= 2**16 else f"{size:,} bytes"
