@@ -34,6 +34,15 @@ class ConfigError(NavzooError, ValueError):
         super().__init__(f"invalid {field}={_quote.repr(value)}: {hint} {allowed}")
 
 
+class ConfigTooLargeError(ConfigError):
+    """A config whose buffers would not fit in the memory available (navzoo.memory). `field` and `value`
+    are what drives the estimate most; the message gives the estimate, the memory and the fields to lower."""
+
+    def __init__(self, field: str, value: object, message: str):
+        self.field, self.value, self.allowed, self.suggestion = field, value, message, None
+        NavzooError.__init__(self, message)
+
+
 class EpisodeError(NavzooError, ValueError):
     """An episode or episode file cannot be used in the scene it names."""
 

@@ -3,7 +3,7 @@
 The allowed order, lowest first. A module may import modules of its own package and of any lower tier;
 packages on one tier do not import each other.
 
-    base        navzoo.errors, version, names, config_base, typed_config, lazy_exports; navzoo.storage
+    base        navzoo.errors, version, names, config_base, typed_config, lazy_exports, memory; navzoo.storage
     sim         navzoo.sim            the batch simulator; it defines the task interface (navzoo.sim.task)
     tasks       navzoo.tasks          PointGoal, Flee, Explore: the simulator's tasks
     models      navzoo.models         policies, their configs and weight files
@@ -41,7 +41,16 @@ FOLDERS = {
     "navzoo.hub": "hub",
     "navzoo.demo": "demo",
 }
-BASE_MODULES = ("errors", "version", "names", "config_base", "typed_config", "lazy_exports", "storage")
+BASE_MODULES = (
+    "errors",
+    "version",
+    "names",
+    "config_base",
+    "typed_config",
+    "lazy_exports",
+    "memory",
+    "storage",
+)
 # Tiers, lowest first; each tier lists its packages (under navzoo.).
 TIERS = (
     BASE_MODULES,

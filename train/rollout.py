@@ -39,6 +39,22 @@ class MiniBatch:
     head_targets: dict[str, torch.Tensor]  # [L, n, D] each step's target of each imitation head that is on
 
 
+# What RolloutStorage keeps of each environment at each step besides observations and head targets: for
+# num_steps + 1 steps int64 prev_actions, bool masks and float32 values; for num_steps int64 actions and
+# teacher_actions, and float32 teacher_bearings, log_probs, rewards, returns and advantages.
+_BYTES_PER_STEP_AND_BOOTSTRAP = 8 + 1 + 4
+_BYTES_PER_STEP = 2 * 8 + 5 * 4
+
+
+def storage_bytes(
+    num_steps: int, num_envs: int, observation_bytes: int, head_bytes: int, hidden_bytes: int
+) -> int:
+    """What RolloutStorage allocates: `observation_bytes` and `head_bytes` (the imitation heads' targets)
+    are one environment's at one step, `hidden_bytes` its recurrent state."""
+    steps_and_bootstrap = (num_steps + 1) * (observation_bytes + _BYTES_PER_STEP_AND_BOOTSTRAP)
+    return num_envs * (steps_and_bootstrap + num_steps * (_BYTES_PER_STEP + head_bytes) + hidden_bytes)
+
+
 class RolloutStorage:
     def __init__(
         self,

@@ -40,6 +40,7 @@ from navzoo.train.init_from import initialise_from
 from navzoo.train.learners import make_learner
 from navzoo.train.logger import TrainLogger, plot_learning_curve
 from navzoo.train.machine import describe_machine
+from navzoo.train.memory_check import refuse_unless_training_fits
 from navzoo.train.model_export import export_model, training_episodes
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
@@ -113,6 +114,7 @@ class Trainer:
         self.config, self.run_dir, self.workers, self.spec = config, run_dir, workers, spec
         self.callbacks = tuple(callbacks)
         self.device = workers.device
+        refuse_unless_training_fits(config, workers, spec.policy if spec is not None else None)
         cores = os.cpu_count() or 1
         torch.set_num_threads(config.torch_threads or max(1, cores // workers.local_world_size))
         torch.manual_seed(config.seed)  # the same initial parameters on every worker

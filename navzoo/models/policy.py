@@ -36,6 +36,7 @@ from navzoo.models.hub_mixin import PolicyHubMixin
 from navzoo.models.map_encoder import EMBEDDING_SIZE as MAP_EMBEDDING_SIZE
 from navzoo.models.map_encoder import SeenMapEncoder
 from navzoo.models.metadata import ModelMetadata
+from navzoo.models.model_memory import measure, refuse_unless_model_fits
 from navzoo.models.outputs import ActResult, EvaluateResult, PolicyOutput
 from navzoo.models.state_encoder import RNNStateEncoder
 from navzoo.models.weights import ModelConfig
@@ -183,8 +184,8 @@ class ActorCritic(nn.Module, PolicyHubMixin):
 
         `fallback` gives the name and provenance where the file has none (a zoo entry's, for its weights).
         The architecture is first built on the meta device (shapes, no memory) and compared with the shapes
-        in the safetensors header, so a config that disagrees with its weights is refused before anything is
-        allocated.
+        in the safetensors header, so a config that disagrees with its weights, or one too large for the
+        memory there is (navzoo.models.model_memory), is refused before anything is allocated.
         """
         folder = Path(folder)
         config, _ = weights.read_config(folder)
@@ -200,7 +201,9 @@ class ActorCritic(nn.Module, PolicyHubMixin):
         # Weights come from the file, so there is no point fetching timm's ImageNet weights first.
         with torch.device("meta"):
             shapes = weights.read_header(weights_file)
-            weights.check_shapes(policy_class(config, fetch_timm_weights=False), shapes, str(weights_file))
+            shaped = policy_class(config, fetch_timm_weights=False)
+            weights.check_shapes(shaped, shapes, str(weights_file))
+        refuse_unless_model_fits(config, measure(shaped, shaped.hidden_state_shape))
         policy = policy_class(config, fetch_timm_weights=False)
         tensors = weights.read_weights(weights_file)
         weights.check_state_dict(policy, tensors, str(weights_file))

@@ -25,6 +25,7 @@ from navzoo.sim import kernels, render
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT, SimConfig
 from navzoo.sim.episodes import STARTS_PER_ANCHOR, Episode, episodes_for
 from navzoo.sim.map_sensor import SeenMapSensor
+from navzoo.sim.memory_estimate import refuse_unless_sim_fits
 from navzoo.sim.physics import disc_free, move
 from navzoo.sim.pool import ScenePool
 from navzoo.sim.scenes import stable_seed
@@ -73,6 +74,7 @@ class BatchSim:
         self.device = dev = torch.device(config.device)
         if episodes is None:
             episodes = episodes_for(config)
+        refuse_unless_sim_fits(config, episodes)  # before anything large is allocated
         self.task: SimTask[BatchSim] = lookup_task(config.task)
         self.pool = ScenePool(config, dev, episodes, fields_from_start=self.task.starts_at_field_source)
         self.episodes = episodes  # the fixed episode list, or None for freshly sampled training episodes

@@ -36,6 +36,24 @@ def train_scene_id(config: SimConfig, k: int) -> str:
     return scene_id(family, "train", index)
 
 
+def grid_bound(families: tuple[str, ...]) -> tuple[int, int]:
+    """(rows, cols) of grid cells that hold any scene of these families: the padded size of a slot."""
+    shapes = [FAMILIES[f] for f in families]
+    rows = math.ceil(max(f.depth[1] for f in shapes) / CELL_SIZE) + 1
+    cols = math.ceil(max(f.width[1] for f in shapes) / CELL_SIZE) + 1
+    return rows, cols
+
+
+def pool_bytes(slots: int, fields: int, rows: int, cols: int, *, stream: bool) -> int:
+    """What `ScenePool._allocate` (and a training pool's start cells) take for `slots` scenes of
+    rows x cols cells and `fields` distance fields: float32 heights and int64 materials and rooms per cell,
+    a float32 field per navigation cell, and int64 (row, col) start cells for each anchor of a stream."""
+    atlas = slots * rows * cols * (4 + 8 + 8)
+    distance_fields = fields * rows * cols * NAV_SUBDIVISION**2 * 4
+    starts = slots * ANCHORS_PER_SCENE * STARTS_PER_ANCHOR * 2 * 8 if stream else 0
+    return atlas + distance_fields + starts
+
+
 def _assets(config: SimConfig, sid: str) -> SceneAssets:
     return scene_assets(sid, config.agent_radius, config.min_geodesic, config.max_geodesic)
 
@@ -66,9 +84,7 @@ class ScenePool:
     def _init_stream(self) -> None:
         cfg = self.config
         self.slots_count = cfg.scenes_in_memory
-        families = [FAMILIES[f] for f in cfg.scene_families]
-        rows = math.ceil(max(f.depth[1] for f in families) / CELL_SIZE) + 1
-        cols = math.ceil(max(f.width[1] for f in families) / CELL_SIZE) + 1
+        rows, cols = grid_bound(cfg.scene_families)
         self._allocate(rows, cols, fields=self.slots_count * ANCHORS_PER_SCENE, max_rooms=64)
         self.starts = torch.zeros(
             self.slots_count, ANCHORS_PER_SCENE, STARTS_PER_ANCHOR, 2, dtype=torch.long, device=self.device

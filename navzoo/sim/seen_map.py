@@ -80,6 +80,12 @@ class MappedSim(Protocol):
     heading: torch.Tensor  # [N]
 
 
+def seen_map_bytes(rows: int, cols: int) -> int:
+    """What one environment's SeenMap keeps for a scene grid of rows x cols cells: float32 `solid` per
+    cell, and per navigation cell bool `passable`, float32 `fields` and int8 `via`."""
+    return rows * cols * (4 + NAV_SUBDIVISION**2 * (1 + 4 + 1))
+
+
 class SeenMap:
     """Per-environment maps of seen solid cells, `solid` [N, rows, cols] (1 solid, 0 free or unseen), and
     distance fields to each environment's goal on them, `fields` [N, 2 rows, 2 cols] (metres, inf where

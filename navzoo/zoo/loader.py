@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from navzoo.errors import ConfigError, UnknownModelError
-from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig, build_policy
+from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig, build_policy, model_size
+from navzoo.models.model_memory import refuse_unless_model_fits
 from navzoo.models.weights import read_config
 from navzoo.storage.hf_hub import HF_HUB_PREFIX, hub_folder, is_cached
 from navzoo.zoo.habitat_release import cached_release, release_folder
@@ -101,6 +102,7 @@ def create_model(name: str, pretrained: bool = False, **overrides: Any) -> Actor
     except TypeError:
         fields = ", ".join(f.name for f in dataclasses.fields(PolicyConfig))
         raise ConfigError("overrides", sorted(overrides), f"PolicyConfig fields: {fields}") from None
+    refuse_unless_model_fits(config, model_size(config))
     return PointNavPolicy(config.replace(metadata=entry.metadata))
 
 
@@ -112,6 +114,7 @@ def _create_from_folder(name: str, pretrained: bool, overrides: dict[str, Any]) 
     if pretrained:
         return load(name)
     config, _ = read_config(locate(name)[0])
+    refuse_unless_model_fits(config, model_size(config))
     return build_policy(config, fetch_timm_weights=False)
 
 
