@@ -14,7 +14,7 @@ bit-identically.
 """
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -30,6 +30,9 @@ from navzoo.sim.physics import disc_free, move
 from navzoo.sim.pool import ScenePool
 from navzoo.sim.scenes import stable_seed
 from navzoo.sim.task import SimTask, lookup_task
+
+if TYPE_CHECKING:
+    from navzoo.sim.scans.scene_source import MeshScenePool
 
 _MASK32 = 0xFFFFFFFF
 # The per-environment tensors a checkpoint holds (and `visited` for Explore), and the config fields that
@@ -67,6 +70,8 @@ class BatchSim:
     # The state the Explore task keeps here (navzoo.tasks.explore: its allocate() creates it).
     visit_shape: tuple[int, int]  # (rows, cols) of its 1 m cells
     visited: torch.Tensor  # [N, rows, cols] bool: the cells each episode has visited
+    # navzoo's own scenes; unset with scanned scenes (config.scenes_dir), which `meshes` holds instead
+    pool: ScenePool
 
     def __init__(self, config: SimConfig, episodes: list[Episode] | None = None):
         self.config = config
@@ -76,7 +81,14 @@ class BatchSim:
             episodes = episodes_for(config)
         refuse_unless_sim_fits(config, episodes)  # before anything large is allocated
         self.task: SimTask[BatchSim] = lookup_task(config.task)
-        self.pool = ScenePool(config, dev, episodes, fields_from_start=self.task.starts_at_field_source)
+        self.meshes: MeshScenePool | None = None
+        if config.scenes_dir is None:
+            self.pool = ScenePool(config, dev, episodes, fields_from_start=self.task.starts_at_field_source)
+        else:
+            from navzoo.sim.scans import scene_source  # loads trimesh and Embree: only here
+
+            assert episodes is not None  # config validation: scenes_dir comes with an episodes_file
+            self.meshes = scene_source.MeshScenePool(config, dev, episodes)
         self.episodes = episodes  # the fixed episode list, or None for freshly sampled training episodes
         self.fixed = episodes is not None
         height, width = config.resolution
@@ -150,15 +162,19 @@ class BatchSim:
         delta = torch.stack([torch.cos(self.heading), torch.sin(self.heading)], 1) * cfg.forward_step
         delta = delta * forward[:, None]
         old = self.pos
-        self.pos, collided = self._move(
-            self.pool.atlas.heights, self.pool.cell_size, self.slot, self.pos, delta, cfg.agent_radius
-        )
+        if self.meshes is None:
+            self.pos, collided = self._move(
+                self.pool.atlas.heights, self.pool.cell_size, self.slot, self.pos, delta, cfg.agent_radius
+            )
+            walked = (self.pos - old).norm(dim=1)
+        else:  # habitat's path length is 3D: slopes and steps count
+            self.pos, collided, walked = self.meshes.move(self.slot, self.pos, delta, forward)
         if self.seen_map is not None:
             self.seen_map.record_actions(forward.numpy())
             self.seen_map.bump()
         collided &= forward
         self.collisions += collided.long()
-        self.path_length += (self.pos - old).norm(dim=1)
+        self.path_length += walked
         self.steps += 1 if active is None else active.long()
 
         reward, metrics = self.task.step(self, stop)
@@ -191,7 +207,11 @@ class BatchSim:
         idx = slice(None) if envs is None else envs
         cameras = tuple(s for s in cfg.sensors if s in CAMERAS)
         obs = {}
-        if cameras:
+        if cameras and self.meshes is not None:
+            obs = self.meshes.observe(
+                self.slot[idx], self.pos[idx], self.heading[idx], self.meshes.height[idx], cameras
+            )
+        elif cameras:
             obs = render.observe(
                 self.pool.atlas,
                 self.camera,
@@ -216,10 +236,17 @@ class BatchSim:
     def geodesic_distance(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
         """Geodesic distance from points [M, 2] to the goal (Flee: from the start) of the listed envs."""
         idx = slice(None) if envs is None else envs
+        if self.meshes is not None:
+            return self.meshes.geodesic(self.slot[idx], self.field[idx], self.meshes.height[idx], points)
         return self.pool.geodesic(self.field[idx], points)
 
+    @property
+    def scenes(self) -> "ScenePool | MeshScenePool":
+        """Where the episodes' scenes come from: navzoo's own (`pool`) or scanned meshes (`meshes`)."""
+        return self.pool if self.meshes is None else self.meshes
+
     def close(self) -> None:
-        self.pool.close()
+        self.scenes.close()
 
     # --- checkpointing ---------------------------------------------------------------------------------
     def state_dict(self) -> dict:
@@ -229,7 +256,7 @@ class BatchSim:
         state = {
             "config": {name: _plain(getattr(self.config, name)) for name in _STATE_CONFIG},
             "tensors": {name: getattr(self, name).to("cpu", copy=True) for name in self._state_tensors()},
-            "pool": self.pool.state_dict(),
+            "pool": self.scenes.state_dict(),
         }
         if self.seen_map is not None:
             state[SEEN_MAP] = self.seen_map.state_dict()
@@ -262,7 +289,7 @@ class BatchSim:
                 f"checkpoint was written {'with' if SEEN_MAP in state else 'without'} the {SEEN_MAP} sensor, "
                 "this simulator has the other; resume with the same sim sensors"
             )
-        self.pool.load_state_dict(state["pool"])
+        self.scenes.load_state_dict(state["pool"])
         for name, saved in tensors.items():
             # A copy, so that stepping never writes into the caller's state dict.
             setattr(self, name, saved.to(self.device, copy=True))
@@ -274,18 +301,20 @@ class BatchSim:
 
     # --- episodes --------------------------------------------------------------------------------------
     def _start_episodes(self, envs: torch.Tensor) -> None:
-        pool = self.pool
         if self.episodes is not None:  # self.fixed
             self.episode_counter[envs] += 1
             index = (envs + (self.episode_counter[envs] - 1) * self.num_envs) % len(self.episodes)
-            table = pool.episodes
+            table = self.scenes.episodes
             self.episode_index[envs] = index
             self.slot[envs] = table["slot"][index]
             self.pos[envs] = table["start"][index]
             self.heading[envs] = table["heading"][index]
             self.goal[envs] = table["goal"][index]
             self.field[envs] = table["field"][index]
+            if self.meshes is not None:
+                self.meshes.begin(envs, index)
         else:
+            pool = self.pool
             u = self._uniform(envs, 4)  # drawn before the counter moves on
             self.episode_counter[envs] += 1
             active = pool.active_slots()
@@ -343,6 +372,8 @@ class BatchSim:
     def is_navigable(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
         """Whether the agent's disc fits at each point [M, 2] in the scene of each listed env."""
         idx = slice(None) if envs is None else envs
+        if self.meshes is not None:
+            return self.meshes.is_navigable(self.slot[idx], self.meshes.height[idx], points)
         return disc_free(
             self.pool.atlas.heights, self.pool.cell_size, self.slot[idx], points, self.config.agent_radius
         )

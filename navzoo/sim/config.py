@@ -58,6 +58,11 @@ class SimConfig(Config):
     seen_map_size: int = 32
     seen_map_cell: float = 0.5
     episodes_file: str | None = None
+    # Scanned scenes (navzoo.sim.scans): habitat's `habitat.dataset.scenes_dir`, the folder an episode's
+    # scene_id (a mesh path) is relative to, and the scene dataset config that orients its stages (None:
+    # habitat's "default" dataset). With scenes_dir, episodes_file is a habitat PointNav dataset.
+    scenes_dir: str | None = None
+    scene_dataset: str | None = None
     device: str = "cpu"
     # Which kernels render and move the agents: "numba" (navzoo.sim.raycast_cpu and navzoo.sim.kernels, CPU
     # only), "torch" (tensor kernels, any device) or "auto": numba on the CPU, torch elsewhere. Both give the
@@ -115,6 +120,7 @@ class SimConfig(Config):
         if not 1 <= self.seen_map_size <= MAX_SEEN_MAP_SIZE:
             raise ConfigError("seen_map_size", self.seen_map_size, f"an integer in 1 .. {MAX_SEEN_MAP_SIZE}")
         _check_device(self.device)
+        self._check_scenes()
         one_of("renderer", self.renderer, RENDERERS)
         if SEEN_MAP in self.sensors and "depth" not in self.sensors:
             raise ConfigError(
@@ -124,6 +130,34 @@ class SimConfig(Config):
             raise ConfigError("device", self.device, f"'cpu' for the {SEEN_MAP} sensor (numba kernels)")
         if self.renderer == "numba" and not self.device.startswith("cpu"):
             raise ConfigError("renderer", self.renderer, "'auto' or 'torch' on CUDA (numba is CPU-only)")
+
+    def _check_scenes(self) -> None:
+        """scenes_dir and scene_dataset: scanned scenes run the PointGoal episodes of a file."""
+        if self.scene_dataset is not None:
+            if self.scenes_dir is None:
+                raise ConfigError(
+                    "scene_dataset",
+                    self.scene_dataset,
+                    "None unless scenes_dir is set (it orients its meshes)",
+                )
+            if not self.scene_dataset.endswith(".scene_dataset_config.json"):
+                raise ConfigError(
+                    "scene_dataset", self.scene_dataset, "a path to a *.scene_dataset_config.json"
+                )
+        if self.scenes_dir is None:
+            return
+        if not self.scenes_dir:
+            raise ConfigError("scenes_dir", self.scenes_dir, "a folder of scene meshes, or None")
+        if self.episodes_file is None:
+            raise ConfigError(
+                "episodes_file",
+                None,
+                "a habitat PointNav episodes file (.json.gz) whose scenes are in scenes_dir",
+            )
+        if self.task != "pointnav":
+            raise ConfigError("task", self.task, "'pointnav' with scenes_dir (scanned scenes run PointGoal)")
+        if SEEN_MAP in self.sensors:
+            raise ConfigError("sensors", self.sensors, f"cameras without {SEEN_MAP} with scenes_dir")
 
 
 def _check_device(device: str) -> None:

@@ -11,6 +11,7 @@ fixed by the scene ids, and read from / written to habitat-lab's PointNav JSON(.
 import gzip
 import json
 import math
+import os
 import reprlib
 import zlib
 from collections.abc import Callable
@@ -44,6 +45,25 @@ class Episode:
     goal: tuple[float, float]
     geodesic_distance: float
     euclidean_distance: float
+
+
+@dataclass(frozen=True)
+class MeshEpisode(Episode):
+    """An episode in a scanned scene (SimConfig.scenes_dir): `scene_id` is the mesh's path, and habitat's
+    positions are kept in 3D (y up). `start`/`goal` are their floor points (x, -z), as for Episode."""
+
+    start_position: tuple[float, float, float]
+    goal_positions: tuple[tuple[float, float, float], ...]  # every goal; GPS+Compass shows the first
+
+
+# habitat-lab strips this from a scene_id before joining it to scenes_dir (pointnav_dataset.py).
+HABITAT_SCENE_PREFIX = "data/scene_datasets/"
+
+
+def mesh_path(scene_id: str, scenes_dir: str) -> str:
+    """The mesh an episode's scene_id names, by habitat-lab's rule: a leading "data/scene_datasets/" is
+    stripped and the rest joined to scenes_dir; an absolute scene_id stays as it is."""
+    return os.path.join(scenes_dir, scene_id.removeprefix(HABITAT_SCENE_PREFIX))
 
 
 @dataclass
@@ -154,7 +174,7 @@ def split_episodes(
 def episodes_for(config) -> list[Episode] | None:
     """The fixed episodes a SimConfig runs: its episodes_file, else its val or test set; None for train."""
     if config.episodes_file is not None:
-        return load_episodes(config.episodes_file)
+        return load_episodes(config.episodes_file, scenes_dir=config.scenes_dir)
     if config.split == "train":
         return None
     return split_episodes(
@@ -223,8 +243,12 @@ def save_episodes(
         path.write_text(text)
 
 
-def load_episodes(path: str | Path, *, max_bytes: int = MAX_BYTES) -> list[Episode]:
-    """Read a habitat-lab PointNav dataset (.json or .json.gz) whose scene ids are navzoo scene ids.
+def load_episodes(
+    path: str | Path, *, max_bytes: int = MAX_BYTES, scenes_dir: str | None = None
+) -> list[Episode]:
+    """Read a habitat-lab PointNav dataset (.json or .json.gz) whose scene ids are navzoo scene ids, or,
+    with `scenes_dir`, mesh paths relative to it (habitat's rule, `mesh_path`): then the episodes are
+    MeshEpisodes.
 
     EpisodeError, naming the episode and the problem, unless the file is whole and every episode has a
     navzoo scene id, finite positions of three numbers and a unit-quaternion start rotation, and unless its
@@ -241,7 +265,7 @@ def load_episodes(path: str | Path, *, max_bytes: int = MAX_BYTES) -> list[Episo
         )
     if not data["episodes"]:
         raise EpisodeError(f"episode file {path} holds no episodes")
-    return [_parse_episode(raw, index, path) for index, raw in enumerate(data["episodes"])]
+    return [_parse_episode(raw, index, path, scenes_dir) for index, raw in enumerate(data["episodes"])]
 
 
 _FORMAT = (
@@ -277,7 +301,7 @@ def _unreadable(path: Path, exc: Exception) -> EpisodeError:
     )
 
 
-def _parse_episode(raw, index: int, path: Path) -> Episode:
+def _parse_episode(raw, index: int, path: Path, scenes_dir: str | None) -> Episode:
     """One episode of a dataset; EpisodeError naming it (index and episode_id) if a field is unusable."""
     episode_id = raw.get("episode_id") if isinstance(raw, dict) else None
     id_ok = isinstance(episode_id, str | int) and not isinstance(episode_id, bool)
@@ -298,14 +322,22 @@ def _parse_episode(raw, index: int, path: Path) -> Episode:
         raise error(f"episode_id is {reprlib.repr(episode_id)}, expected a string")
     try:
         info = _info(raw.get("info"))
-        return Episode(
-            episode_id=str(episode_id),
-            scene_id=_scene_id(raw["scene_id"]),
-            start=from_habitat_position(_numbers(raw["start_position"], 3, "start_position")),
-            heading=quaternion_to_heading(_unit_quaternion(raw["start_rotation"])),
-            goal=from_habitat_position(_goal_position(raw["goals"])),
-            geodesic_distance=_optional_number(info, "geodesic_distance"),
-            euclidean_distance=_optional_number(info, "euclidean_distance"),
+        start = _numbers(raw["start_position"], 3, "start_position")
+        fields = {
+            "episode_id": str(episode_id),
+            "start": from_habitat_position(start),
+            "heading": quaternion_to_heading(_unit_quaternion(raw["start_rotation"])),
+            "goal": from_habitat_position(_goal_position(raw["goals"])),
+            "geodesic_distance": _optional_number(info, "geodesic_distance"),
+            "euclidean_distance": _optional_number(info, "euclidean_distance"),
+        }
+        if scenes_dir is None:
+            return Episode(scene_id=_scene_id(raw["scene_id"]), **fields)
+        return MeshEpisode(
+            scene_id=_mesh_scene_id(raw["scene_id"], scenes_dir),
+            start_position=(start[0], start[1], start[2]),
+            goal_positions=_goal_positions(raw["goals"]),
+            **fields,
         )
     except ValueError as exc:
         raise error(str(exc)) from None
@@ -325,6 +357,12 @@ def _scene_id(value) -> str:
     return value
 
 
+def _mesh_scene_id(value, scenes_dir: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"scene_id is {reprlib.repr(value)}, expected a mesh path relative to scenes_dir")
+    return mesh_path(value, scenes_dir)
+
+
 def _goal_position(goals) -> list[float]:
     """The first goal's position (a PointNav episode has one goal)."""
     if (
@@ -337,6 +375,19 @@ def _goal_position(goals) -> list[float]:
             f'goals is {reprlib.repr(goals)}, expected a list whose first goal is {{"position": [x, y, z]}}'
         )
     return _numbers(goals[0]["position"], 3, "goals[0].position")
+
+
+def _goal_positions(goals) -> tuple[tuple[float, float, float], ...]:
+    """Every goal's position (habitat measures the distance to the nearest); the first is checked by
+    _goal_position."""
+    _goal_position(goals)
+    positions = []
+    for k, goal in enumerate(goals):
+        if not isinstance(goal, dict):
+            raise ValueError(f'goals[{k}] is {reprlib.repr(goal)}, expected {{"position": [x, y, z]}}')
+        x, y, z = _numbers(goal.get("position"), 3, f"goals[{k}].position")
+        positions.append((x, y, z))
+    return tuple(positions)
 
 
 def _info(value) -> dict:
