@@ -6,7 +6,7 @@ EPISODES ?= 96
 # pytest-xdist workers: most tests run one thread, so two workers keep both cores of a 2-core machine busy.
 TEST_WORKERS ?= 2
 
-.PHONY: setup run test lint typecheck format bench
+.PHONY: setup run test lint typecheck format bench docs
 
 setup:
 	$(PIP) install -e '.[dev]'
@@ -37,3 +37,7 @@ format:
 
 bench:
 	$(PYTHON) benchmarks/sim_throughput.py
+
+# The documentation site into build/site (mkdocs.yml; needs pip install -e '.[docs]'). `mkdocs serve` previews it.
+docs:
+	$(PYTHON) -m mkdocs build --strict
