@@ -3,6 +3,8 @@ the package for mkdocstrings.
 
 - The CLI and configuration references (docs/gen/reference.py) and the results index (docs/gen/results.py)
   are added to the site as generated files, never written into docs/, so they cannot go stale.
+- The figures the benchmarks saved (benchmarks/results/**/*.png) are added as results/figures/<path>, so
+  the results pages show them from where the README does, without a copy in docs/.
 - train/, transfer/, hub/ and demo/ install as navzoo.train and so on (pyproject's package-dir), a layout
   griffe cannot see from the source tree: links under build/docs-api/navzoo give it, as `make typecheck`
   does for pyright. mkdocs.yml points mkdocstrings at build/docs-api.
@@ -13,10 +15,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+FIGURES = ROOT / "benchmarks" / "results"
 API_TREE = ROOT / "build" / "docs-api" / "navzoo"
 SUBPACKAGES = ("train", "transfer", "hub", "demo")  # installed as navzoo.<name>
 
@@ -45,6 +49,8 @@ def link_api_tree(target: Path = API_TREE) -> None:
             (target / name).symlink_to(source)
 
 
+# Before mkdocstrings reads its `paths`: on a fresh clone the tree does not exist until this runs.
+@event_priority(100)
 def on_config(config):
     link_api_tree()
     return config
@@ -53,4 +59,7 @@ def on_config(config):
 def on_files(files, config):
     for uri, make in GENERATED.items():
         files.append(File.generated(config, uri, content=make()))
+    for figure in sorted(FIGURES.rglob("*.png")):
+        uri = f"results/figures/{figure.relative_to(FIGURES).as_posix()}"
+        files.append(File.generated(config, uri, abs_src_path=str(figure)))
     return files
