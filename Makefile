@@ -1,5 +1,7 @@
 # The two commands of the README: `make run` sets up a fresh machine and runs the main job on the embedded
-# simulator; `make test` installs what the tests need and runs the whole suite.
+# simulator; `make test` installs what the tests need and runs the whole suite. `make setup` installs only
+# the package and its base dependencies (all `navzoo eval` needs: matplotlib draws its figures); the test,
+# docs and browser extras are `make test`'s (and `pip install -e '.[dev]'` for a contributor's machine).
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip
 EPISODES ?= 96
@@ -9,7 +11,7 @@ TEST_WORKERS ?= 2
 .PHONY: setup run test lint typecheck format bench docs
 
 setup:
-	$(PIP) install -e '.[dev]'
+	$(PIP) install -e .
 
 run: setup
 	$(PYTHON) -m navzoo eval --split val --episodes $(EPISODES) --out runs/eval

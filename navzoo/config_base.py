@@ -1,9 +1,10 @@
 """The base of navzoo's frozen config dataclasses: reading them from plain data and writing them back.
 
 Configs come from YAML presets, `key=value` overrides, config.json files and replays. `Config.from_dict`
-refuses a key the config does not have (suggesting the closest field, since the usual cause is a typo) and
-builds nested configs from their mappings; `to_dict` writes what YAML and JSON can hold (nested configs
-as mappings, tuples as lists), so `from_dict(to_dict())` gives the config back. Values are checked by each
+refuses a key the config does not have (suggesting the closest field, since the usual cause is a typo, or
+navzoo's key for a setting other libraries name differently: KEY_SYNONYMS) and builds nested configs from
+their mappings; `to_dict` writes what YAML and JSON can hold (nested configs as mappings, tuples as lists),
+so `from_dict(to_dict())` gives the config back. Values are checked by each
 config's __post_init__ (navzoo.typed_config), not here.
 """
 
@@ -15,6 +16,50 @@ import typing
 from typing import Any, ClassVar, Self
 
 from navzoo.errors import ConfigError, closest
+
+# Other libraries' names for navzoo's settings, for the "did you mean" of an unknown key (check_keys): the
+# name, then navzoo's key in a training config (train/config.py's TrainConfig; the block, a dot, the field),
+# where the two mean the same. Suggestions only: an unknown key stays an error. (The habitat-baselines names
+# a training config also accepts as they are, train/overrides.py's HABITAT_KEYS, never get here.)
+KEY_SYNONYMS: dict[str, str] = {
+    # stable-baselines3's PPO and make_vec_env
+    "learning_rate": "ppo.lr",
+    "n_steps": "ppo.num_steps",
+    "n_epochs": "ppo.ppo_epoch",
+    "gae_lambda": "ppo.tau",
+    "ent_coef": "ppo.entropy_coef",
+    "vf_coef": "ppo.value_loss_coef",
+    "clip_range": "ppo.clip_param",
+    "normalize_advantage": "ppo.use_normalized_advantage",
+    "max_grad_norm": "ppo.max_grad_norm",
+    "gamma": "ppo.gamma",
+    "batch_size": "ppo.num_mini_batch",  # KEY_NOTES: a count of mini-batches, not their size
+    "total_timesteps": "total_frames",
+    "n_envs": "sim.num_envs",
+    # habitat-baselines (its PPO fields are navzoo's, in the ppo block) and its older NUM_PROCESSES
+    "num_processes": "sim.num_envs",
+    "num_environments": "sim.num_envs",
+    "total_num_steps": "total_frames",
+    "num_steps": "ppo.num_steps",
+    "ppo_epoch": "ppo.ppo_epoch",
+    "num_mini_batch": "ppo.num_mini_batch",
+    "entropy_coef": "ppo.entropy_coef",
+    "value_loss_coef": "ppo.value_loss_coef",
+    "clip_param": "ppo.clip_param",
+    "tau": "ppo.tau",
+    "checkpoint_interval": "checkpoint_every",
+    "log_interval": "log_every",
+    # common habits
+    "lr": "ppo.lr",
+    "epochs": "ppo.ppo_epoch",
+    "num_envs": "sim.num_envs",
+    "frames": "total_frames",
+    "threads": "torch_threads",
+}
+# What a suggestion does not say by its name alone.
+KEY_NOTES = {"batch_size": "navzoo sets how many mini-batches an epoch has, not their size"}
+# The blocks of a training config: a synonym in one may point into another (`ppo.n_envs`: `sim.num_envs`).
+TRAINING_BLOCKS = ("ppo", "sim", "imitation", "distributed", "wandb", "policy")
 
 
 class Config:
@@ -57,12 +102,46 @@ def check_keys(kind: type, data: Any, block: str = "") -> None:
     unknown = sorted(set(data) - set(known), key=str)
     if unknown:
         key = unknown[0]
-        raise ConfigError(_key(block, key), data[key], listed, suggestion=closest(key, known))
+        suggestion, note = suggest_key(str(key), known, block)
+        allowed = f"{listed} ({note})" if note else listed
+        raise ConfigError(_key(block, key), data[key], allowed, suggestion=suggestion)
     missing = [name for name in _required(kind) if name not in data]
     if missing:
         raise ConfigError(
             block or "config", sorted(data, key=str), f"a mapping that sets {missing[0]} ({listed})"
         )
+
+
+def suggest_key(key: str, known: list[str], block: str = "") -> tuple[str | None, str | None]:
+    """The key an unknown `key` of `block` most likely meant, and a note where the name alone misleads.
+
+    The closest of the block's fields (`known`) and of KEY_SYNONYMS' names, so that a typo of either counts
+    (`ppo.learning_rat` as `learning_rate`). A field of the block is named as the block names it (`lr`); a
+    synonym by navzoo's whole key (`ppo.lr`, `sim.num_envs`), as typed on the command line, or by its field
+    where a config is read on its own (`num_envs` for a SimConfig).
+    """
+    if key in KEY_SYNONYMS:
+        meant = key
+    else:
+        meant = closest(key, [*known, *(name for name in KEY_SYNONYMS if name not in known)])
+        if meant is None or meant in known:
+            return meant, None
+    target = _synonym_target(KEY_SYNONYMS[meant], known, block)
+    if target is None:  # a synonym of a setting this config does not have: the closest field, if any
+        return closest(key, known), None
+    return target, KEY_NOTES.get(meant)
+
+
+def _synonym_target(target: str, known: list[str], block: str) -> str | None:
+    """navzoo's key `target` (a training config's) as the reader of `block` would type it, or None where
+    `block` is a config of its own that has no such setting."""
+    parent, _, leaf = target.rpartition(".")
+    in_its_block = block == parent or block.endswith(f".{parent}")
+    if leaf in known and (in_its_block or not block):
+        return _key(block, leaf) if in_its_block else leaf
+    if block.rpartition(".")[2] in TRAINING_BLOCKS or (not block and target.split(".")[0] in known):
+        return target  # within a training config: its whole key
+    return None
 
 
 def one_of(name: str, value: Any, allowed: tuple) -> None:

@@ -1,7 +1,9 @@
 """`key=value` overrides of a training config: dotted names into the nested blocks, values parsed as YAML
 (`ppo.lr=1e-4 sim.num_envs=32 total_frames=2e6`); an item of a list is named by its index
 (`stages.1.ppo.lr=5e-5`). Habitat-baselines' names for the settings both have also work on the command
-line (HABITAT_KEYS, habitat_to_navzoo)."""
+line (HABITAT_KEYS, habitat_to_navzoo). Other names for navzoo's settings (stable-baselines3's
+`learning_rate`, `n_steps`, habitat's `num_processes`, ...) are not accepted: an unknown key's "did you
+mean" suggests navzoo's key for them (navzoo.config_base.KEY_SYNONYMS, the one table of them)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,11 @@ from navzoo import __version__
 from navzoo.cli.main import COMMANDS, _subparser, build_parser, main
 from navzoo.cli.options import resolve_device, set_threads
 from navzoo.cli.os_errors import describe_os_error
+from navzoo.config_base import KEY_SYNONYMS
 from navzoo.errors import ConfigError
+from navzoo.sim import SimConfig
 from navzoo.train.config import TrainConfig, load_config
+from navzoo.train.overrides import HABITAT_KEYS
 
 FINETUNE = [
     "finetune",
@@ -149,6 +152,66 @@ def test_a_mistyped_key_gets_a_suggestion_before_the_list_of_fields(capsys):
     assert "invalid sim.num_env=8: did you mean 'num_envs'? Allowed values are fields of SimConfig:" in (
         capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("override", "meant"),
+    [
+        ("ppo.learning_rate=1e-4", "ppo.lr"),  # stable-baselines3's name, in navzoo's block
+        ("ppo.learning_rat=1e-4", "ppo.lr"),  # and mistyped
+        ("learning_rate=1e-4", "ppo.lr"),  # at the top level
+        ("num_processes=4", "sim.num_envs"),  # habitat-baselines' older name
+        ("sim.num_processes=4", "sim.num_envs"),
+        ("ppo.n_envs=4", "sim.num_envs"),  # in another block
+        ("n_steps=64", "ppo.num_steps"),
+        ("num_steps=64", "ppo.num_steps"),
+        ("ppo.n_epochs=4", "ppo.ppo_epoch"),
+        ("gae_lambda=0.9", "ppo.tau"),
+        ("ppo.ent_coef=0", "ppo.entropy_coef"),
+        ("ppo.vf_coef=0.5", "ppo.value_loss_coef"),
+        ("ppo.clip_range=0.1", "ppo.clip_param"),
+        ("max_grad_norm=0.5", "ppo.max_grad_norm"),
+        ("gamma=0.9", "ppo.gamma"),
+        ("entropy_coef=0", "ppo.entropy_coef"),  # habitat's PPO names are navzoo's, in the ppo block
+        ("ppo_epoch=4", "ppo.ppo_epoch"),
+        ("num_mini_batch=4", "ppo.num_mini_batch"),
+        ("value_loss_coef=0.5", "ppo.value_loss_coef"),
+        ("clip_param=0.1", "ppo.clip_param"),
+        ("tau=0.9", "ppo.tau"),
+        ("ppo.total_num_steps=1e5", "total_frames"),
+        ("sim.num_environments=4", "sim.num_envs"),
+        ("total_timesteps=1e5", "total_frames"),
+    ],
+)
+def test_other_libraries_names_suggest_navzoo_s_key(capsys, override, meant):
+    assert main(["train", "pointnav-blind", override, "--print-config"]) == 2
+    key = override.partition("=")[0]
+    err = capsys.readouterr().err
+    assert f"invalid {key}=" in err and f"did you mean {meant!r}?" in err
+
+
+def test_a_synonym_whose_meaning_differs_says_how():
+    with pytest.raises(ConfigError, match=r"did you mean 'ppo.num_mini_batch'\?.*not their size"):
+        load_config("pointnav-blind", ["ppo.batch_size=64"])
+
+
+def test_the_synonyms_agree_with_the_accepted_habitat_keys_and_name_real_keys():
+    flat = TrainConfig().to_dict()
+    for name, target in KEY_SYNONYMS.items():
+        node = flat
+        for part in target.split("."):
+            assert part in node, f"{name}: {target} is not a training config key"
+            node = node[part]
+    for key, ours in HABITAT_KEYS.items():  # an accepted alias suggests what it already sets
+        leaf = key.rpartition(".")[2]
+        if leaf in KEY_SYNONYMS and not ours.startswith("wandb."):
+            assert KEY_SYNONYMS[leaf] == ours, key
+    # A config read on its own is offered its own field, and nothing from another config.
+    with pytest.raises(ConfigError, match="did you mean 'num_envs'"):
+        SimConfig.from_dict({"num_processes": 4})
+    with pytest.raises(ConfigError) as info:
+        SimConfig.from_dict({"learning_rate": 1e-4})
+    assert "ppo.lr" not in str(info.value)
 
 
 @pytest.mark.parametrize(
