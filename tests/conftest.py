@@ -1,5 +1,6 @@
-"""Shared fixtures: a small room, one torch thread, a loopback release server, huggingface_hub offline or
-talking to a fake Hub (tests/hub/fake_hub.py). Plain helpers are in tests/support.py."""
+"""Shared fixtures: a small room, one torch thread, scenes exported as scanned meshes, a loopback release
+server, huggingface_hub offline or talking to a fake Hub (tests/hub/fake_hub.py). Plain helpers are in
+tests/support.py."""
 
 import itertools
 import os
@@ -10,7 +11,7 @@ import torch
 from huggingface_hub import constants
 
 from tests.hub.fake_hub import FakeHub
-from tests.support import ReleaseServer, box_room, hub_transport
+from tests.support import MeshExport, ReleaseServer, box_room, export_val_meshes, hub_transport
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # Two test workers share a 2-core machine: one thread each (and in the processes they start), since
@@ -56,6 +57,20 @@ def _single_thread():
 one_thread = pytest.fixture(_single_thread, name="one_thread")
 # For modules whose module-scoped fixtures (a served demo, saved models) run torch as well.
 one_thread_module = pytest.fixture(_single_thread, scope="module", name="one_thread_module")
+
+
+@pytest.fixture(scope="session")
+def val_meshes(tmp_path_factory) -> MeshExport:
+    """An apartment-s val scene and four of its episodes, exported as habitat's data folder (once)."""
+    return export_val_meshes(tmp_path_factory.mktemp("val-meshes"), episodes=4)
+
+
+@pytest.fixture
+def navmesh_cache(tmp_path_factory, monkeypatch):
+    """Built navmeshes cached in this session's temporary folder (NAVZOO_NAVMESH_CACHE), not the user's."""
+    folder = tmp_path_factory.getbasetemp() / "navmeshes"
+    monkeypatch.setenv("NAVZOO_NAVMESH_CACHE", str(folder))
+    return folder
 
 
 @pytest.fixture

@@ -1,12 +1,13 @@
 """Helpers the tests share (the fixtures are in conftest.py): small hand-built scenes and a depth render of
-them, free ports, random observations, a laid-out Hugging Face cache, a loopback release server, and
-huggingface_hub's HTTP transport pointed at a handler."""
+them, free ports, random observations, a laid-out Hugging Face cache, a loopback release server,
+huggingface_hub's HTTP transport pointed at a handler, and navzoo's scenes exported as scanned meshes."""
 
 import contextlib
 import hashlib
 import os
 import shutil
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx2
@@ -17,6 +18,7 @@ import torch
 # Not re-exported at the top level; the default client and its offline check live here.
 from huggingface_hub.utils._http import default_client_factory, hf_request_event_hook
 
+from navzoo.interop.habitat_scenes import CONFIG_NAME, export_scenes
 from navzoo.sim.render import Camera, SceneAtlas, cast
 from navzoo.sim.scenes import Scene
 
@@ -164,3 +166,36 @@ def hub_transport(handler):
     finally:
         huggingface_hub.set_client_factory(default_client_factory)
         huggingface_hub.close_session()
+
+
+@dataclass(frozen=True)
+class MeshExport:
+    """navzoo's val scenes exported as a habitat user's data folder: the options `navzoo eval` and
+    SimConfig take to run its episodes on the meshes."""
+
+    episodes_file: Path
+    scenes_dir: Path
+    scene_dataset: Path
+
+    def sim_fields(self) -> dict[str, str]:
+        """SimConfig's episodes_file, scenes_dir and scene_dataset."""
+        return {name: str(getattr(self, name)) for name in ("episodes_file", "scenes_dir", "scene_dataset")}
+
+    def options(self) -> list[str]:
+        """The same as command-line options."""
+        return [
+            part
+            for name, value in self.sim_fields().items()
+            for part in (f"--{name.replace('_', '-')}", value)
+        ]
+
+
+def export_val_meshes(out: Path, episodes: int) -> MeshExport:
+    """The first apartment-s val scene and its first `episodes` episodes (on its navmesh), in `out`."""
+    export_scenes(out, split="val", families=("apartment-s",), count=1, episodes_per_scene=episodes)
+    scenes = out / "scene_datasets"
+    return MeshExport(
+        out / "datasets" / "pointnav" / "navzoo" / "v1" / "val" / "val.json.gz",
+        scenes,
+        scenes / "navzoo" / CONFIG_NAME,
+    )

@@ -99,6 +99,13 @@ class TrainConfig(Config):
                 f"'ppo' on {self.sim.task}: {self.algorithm}'s teacher walks to a goal, which it has not",
             )
         stages = self._validate_stages()
+        if self.sim.scenes_dir is not None and any(stage.uses_teacher for _, stage in stages):
+            raise ConfigError(
+                "algorithm",
+                self.algorithm,
+                "'ppo' in every stage with sim.scenes_dir (the imitation teachers plan on navzoo's own scene "
+                "grids, not on scanned meshes yet)",
+            )
         if self.sim.split != "train":
             raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")
         if self.sim.num_envs < self.ppo.num_mini_batch:

@@ -1,9 +1,10 @@
 """Command-line options that stand for training config keys, shared by `navzoo train` and `navzoo finetune`.
 
 One vocabulary across navzoo's commands: `--frames`, `--threads`, `--num-envs`, `--resolution`,
-`--scene-families` and `--device` mean the same on every command that has them, and on the training commands
-each is a shortcut for a KEY=VALUE override (`--frames 2e6` is `total_frames=2e6`). Options are applied
-after the overrides given as KEY=VALUE, so an option wins over an override of the same key, on both commands.
+`--scene-families`, `--episodes-file`, `--scenes-dir`, `--scene-dataset` and `--device` mean the same on
+every command that has them, and on the training commands each is a shortcut for a KEY=VALUE override
+(`--frames 2e6` is `total_frames=2e6`). Options are applied after the overrides given as KEY=VALUE, so an
+option wins over an override of the same key, on both commands.
 Overrides may also use habitat-baselines' names for the settings both have (navzoo.train.overrides).
 """
 
@@ -17,6 +18,7 @@ from navzoo.cli.options import (
     add_device_option,
     add_families_option,
     add_resolution_option,
+    add_scene_options,
     add_threads_option,
     resolution,
 )
@@ -43,6 +45,11 @@ def add_config_options(parser: argparse.ArgumentParser, frames_default: int | No
     group.add_argument("--num-envs", type=int, help="sim.num_envs: environments per worker")
     add_resolution_option(group, "sim.resolution: camera size in pixels")
     add_families_option(group, default=None, what="sim.scene_families: the scene families to train in")
+    group.add_argument(
+        "--episodes-file",
+        help="sim.episodes_file: habitat PointNav .json(.gz) episodes to train on (default none)",
+    )
+    add_scene_options(group, prefix="sim.")
     add_device_option(group, "device, where each worker trains and simulates", default=None)
     group.add_argument(
         "--print-config",
@@ -65,6 +72,9 @@ def _option_overrides(args: argparse.Namespace) -> list[str]:
         "sim.num_envs": args.num_envs,
         "sim.resolution": _listed(resolution(args.resolution)),
         "sim.scene_families": args.scene_families,
+        "sim.episodes_file": args.episodes_file,
+        "sim.scenes_dir": args.scenes_dir,
+        "sim.scene_dataset": args.scene_dataset,
         "device": args.device,
     }
     return [f"{key}={_yaml(value)}" for key, value in keys.items() if value is not None]

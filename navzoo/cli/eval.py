@@ -72,6 +72,8 @@ def _run(args) -> None:
         num_envs=args.num_envs,
         families=tuple(args.scene_families),
         episodes_file=args.episodes_file,
+        scenes_dir=args.scenes_dir,
+        scene_dataset=args.scene_dataset,
         device=resolve_device(args.device),
         seed=args.seed,
     )
@@ -81,7 +83,8 @@ def _run(args) -> None:
         print()
         print(format_distance_table(result.summaries))
     out = Path(args.out)
+    replays = "" if args.scenes_dir is not None else f" and replays {out}/replays/<agent>/"
     print(
         f"\nwrote {', '.join(map(str, result.files))}, maps {out}/map-<agent>.png (episode "
-        f"{args.map_episode}) and replays {out}/replays/<agent>/"
+        f"{args.map_episode}){replays}"
     )

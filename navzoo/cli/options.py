@@ -1,7 +1,8 @@
 """Options shared by the commands: the simulator, device, threads, resolution and scene families.
 
 An option means the same on every command that has it: `--device` takes the names training's `device` key
-takes and defaults to auto; `--threads 0` is automatic; `--scene-families` is SimConfig.scene_families.
+takes and defaults to auto; `--threads 0` is automatic; `--scene-families` is SimConfig.scene_families;
+`--scenes-dir` and `--scene-dataset` are SimConfig.scenes_dir and scene_dataset.
 """
 
 import argparse
@@ -21,8 +22,28 @@ def add_sim_arguments(parser: argparse.ArgumentParser, split: str = "val") -> No
     )
     add_families_option(group)
     group.add_argument("--episodes-file", default=None, help="habitat PointNav .json(.gz) episodes to run")
+    add_scene_options(group)
     add_device_option(group, "where the simulator and the models run")
     group.add_argument("--seed", type=int, default=0, help="seed of the sampled actions (default 0)")
+
+
+def add_scene_options(parser, prefix: str = "") -> None:
+    """--scenes-dir and --scene-dataset (SimConfig.scenes_dir and scene_dataset, `prefix` naming the config
+    block on the training commands): an episodes file's scenes as scanned meshes."""
+    parser.add_argument(
+        "--scenes-dir",
+        default=None,
+        metavar="DIR",
+        help=f"{prefix}scenes_dir: the folder the episodes file's scene ids (mesh paths) are relative to, "
+        "habitat's data/scene_datasets; the episodes then run on those meshes (default: navzoo's own scenes)",
+    )
+    parser.add_argument(
+        "--scene-dataset",
+        default=None,
+        metavar="FILE",
+        help=f"{prefix}scene_dataset: the *.scene_dataset_config.json that orients the meshes, with "
+        "--scenes-dir (default: habitat's default dataset, .glb meshes z-up)",
+    )
 
 
 DEVICES = "auto (CUDA when there is one, else the CPU), cpu, cuda or cuda:N"

@@ -70,7 +70,8 @@ def make_replay(
     model: dict | None = None,
     action_mode: str | None = None,
 ) -> Replay:
-    """A replay of an episode `evaluate` ran in `sim`."""
+    """A replay of an episode `evaluate` ran in `sim`; ConfigError on scanned scenes (refuse_mesh_replays)."""
+    refuse_mesh_replays(sim.config)
     # The episode travels with the replay, so no episodes file is needed; a replay recorded on a GPU
     # re-renders on any machine's CPU.
     config = sim.config.replace(num_envs=1, device="cpu", compile=False, episodes_file=None)
@@ -89,6 +90,18 @@ def make_replay(
         action_probs=result.action_probs,
         metrics=result.metrics(),
     )
+
+
+def refuse_mesh_replays(config: SimConfig) -> None:
+    """ConfigError for replays of scanned-scene episodes: a replay rebuilds its scene from its scene id,
+    which only names navzoo's own scenes; a mesh, its navmesh and its episode's 3D positions are not in it."""
+    if config.scenes_dir is not None:
+        raise ConfigError(
+            "scenes_dir",
+            config.scenes_dir,
+            "None for replays (replays of scanned-mesh episodes are not supported yet: save none, "
+            "`navzoo eval --replays 0`)",
+        )
 
 
 def save_replay(path: str | Path, replay: Replay) -> Path:

@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 
 from navzoo.errors import ConfigError, NavzooError
 from navzoo.evaluation.episodes import EpisodeResult, fixed_episodes
-from navzoo.evaluation.topdown import draw_topdown, shortest_path
+from navzoo.evaluation.scene_maps import scene_maps
+from navzoo.evaluation.topdown import draw_episode
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import Task, get_task
 
@@ -220,23 +221,22 @@ def _bin_counts(summary: dict, bins: list[tuple[float, float]]) -> np.ndarray:
 
 def episode_map(sim: BatchSim, result: EpisodeResult, cell_pixels: int = 8) -> np.ndarray:
     """Top-down picture of an evaluated episode: map, trajectory and start, and for PointGoal the goal and
-    the shortest path to it (Flee and Explore have no goal)."""
-    episode = fixed_episodes(sim)[result.episode_index]
-    table = sim.pool.episodes
-    assets = sim.pool.assets[int(table["slot"][result.episode_index])]
-    assert assets is not None  # every slot holds a scene once the pool is built
+    the shortest path to it (Flee and Explore have no goal). `cell_pixels` pixels per navzoo scene cell;
+    scanned scenes at the same scale."""
+    index = result.episode_index
+    episode = fixed_episodes(sim)[index]
+    table = sim.scenes.episodes
+    slot, field = int(table["slot"][index]), int(table["field"][index])
+    maps = scene_maps(sim, cell_pixels)
+    floor = maps.start_floor(index)
     goal, path = None, None
     if get_task(result.task).has_goal:
-        rows, cols = assets.nav.shape
-        field = sim.pool.fields[int(table["field"][result.episode_index]), :rows, :cols].cpu().numpy()
-        goal, path = episode.goal, shortest_path(assets.nav, field, episode.start)
-    return draw_topdown(
-        assets.scene,
-        assets.nav,
+        goal, path = episode.goal, maps.shortest_path(slot, field, episode.start, floor)
+    return draw_episode(
+        maps.canvas(slot, floor),
         result.positions,
         goal,
         path,
         result.headings,
-        cell_pixels=cell_pixels,
         success_radius=sim.config.success_distance,
     )

@@ -145,6 +145,8 @@ def run(
     num_envs: int = 16,
     families: tuple[str, ...] = SCENE_FAMILIES,
     episodes_file: str | None = None,
+    scenes_dir: str | None = None,
+    scene_dataset: str | None = None,
     device: str = "cpu",
     seed: int = 0,
     progress: bool = True,
@@ -152,18 +154,25 @@ def run(
     """Evaluate `agents` (names or Agents; default: those of `default_agents`) on the first `episodes` of a
     split, actions `mode` ("sampled" or "deterministic"). `task` defaults to the first model's task
     (PointGoal for baselines). With `out`, write eval.json, maps (episode `map_episode`), replays of the
-    first `replays` episodes and, for a task with a goal, spl_by_distance.png there."""
+    first `replays` episodes and, for a task with a goal, spl_by_distance.png there. With `scenes_dir`, the
+    episodes file's scenes are scanned meshes (SimConfig.scenes_dir), whose episodes get no replays."""
     _check_counts(episodes, replays, map_episode)
     sources = list(agents) or list(default_agents(task or "pointnav"))
     loaded = unique_labels([a if isinstance(a, AgentEntry) else load_agent(a, device) for a in sources])
     task = task or next((a.policy.task for a in loaded if a.policy is not None), "pointnav")
     shared = {"num_envs": num_envs, "scene_families": tuple(families), "episodes_file": episodes_file}
-    shared |= {"device": device, "seed": seed}
+    shared |= {"scenes_dir": scenes_dir, "scene_dataset": scene_dataset, "device": device, "seed": seed}
     # Every mismatch of task, cameras or resolution is reported before anything runs.
     cameras = {"sensors": sensors, "resolution": resolution}
     configs = [sim_config_for(agent, task, split, **cameras, **shared) for agent in loaded]
     if progress:
         print(f"{get_task(task).label}, split {split}, {episodes} episodes", flush=True)
+    if scenes_dir is not None and replays:
+        if progress:
+            print(
+                f"note: no replays of scanned-mesh episodes (scenes_dir) yet; {replays} not saved", flush=True
+            )
+        replays = 0
     out = Path(out) if out is not None else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Top-down maps of episodes in the style of DD-PPO's Fig. 6: navigable area, obstacles shaded by height,
 the shortest path, the agent's trajectory coloured by time, and start and goal markers."""
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -44,21 +45,19 @@ def shortest_path(nav: NavGrid, field: np.ndarray, start_xy) -> np.ndarray:
     return np.asarray(points)
 
 
-def draw_topdown(
-    scene: Scene,
-    nav: NavGrid | None = None,
-    trajectory=None,
-    goal=None,
-    path=None,
-    headings=None,
-    cell_pixels: int = 6,
-    success_radius: float = 0.2,
-) -> np.ndarray:
-    """An RGB uint8 image [H, W, 3] of the scene from above, +y up, `cell_pixels` pixels per scene cell.
+@dataclass(frozen=True)
+class MapCanvas:
+    """A scene's floor from above, +y up, ready to draw an episode on: `image` uint8 [H, W, 3] at
+    `px_per_m` pixels per metre, its bottom-left corner at the floor point `origin` (x, y)."""
 
-    trajectory: agent positions [T, 2] (coloured from dark to bright with time); goal: (x, y);
-    path: shortest-path points [K, 2]; headings: agent headings [T] (the last one is drawn as an arrow).
-    """
+    image: np.ndarray
+    px_per_m: float
+    origin: tuple[float, float] = (0.0, 0.0)
+
+
+def scene_canvas(scene: Scene, nav: NavGrid | None = None, cell_pixels: int = 6) -> MapCanvas:
+    """A navzoo scene from above, `cell_pixels` pixels per scene cell: obstacles shaded by height and, with
+    `nav`, the floor the agent can reach tinted."""
     heights, ceiling = scene.heights, scene.ceiling_height
     cells = np.empty((*heights.shape, 3), dtype=np.float32)
     cells[:] = FLOOR
@@ -74,14 +73,41 @@ def draw_topdown(
         cols = np.arange(image.shape[1]) * nav.shape[1] // image.shape[1]
         island = nav.island[np.ix_(rows, cols)]
         image[island & (image == FLOOR).all(-1)] = NAVIGABLE
-    canvas = Image.fromarray(np.flipud(image).astype(np.uint8))
-    draw = ImageDraw.Draw(canvas)
-    px_per_m = cell_pixels / scene.cell_size
+    return MapCanvas(np.flipud(image).astype(np.uint8), cell_pixels / scene.cell_size)
+
+
+def draw_topdown(
+    scene: Scene,
+    nav: NavGrid | None = None,
+    trajectory=None,
+    goal=None,
+    path=None,
+    headings=None,
+    cell_pixels: int = 6,
+    success_radius: float = 0.2,
+) -> np.ndarray:
+    """An RGB uint8 image [H, W, 3] of a navzoo scene from above, +y up, `cell_pixels` pixels per scene
+    cell, with an episode drawn on it (draw_episode)."""
+    canvas = scene_canvas(scene, nav, cell_pixels)
+    return draw_episode(canvas, trajectory, goal, path, headings, success_radius)
+
+
+def draw_episode(
+    canvas: MapCanvas, trajectory=None, goal=None, path=None, headings=None, success_radius: float = 0.2
+) -> np.ndarray:
+    """`canvas` with an episode drawn on it, as an RGB uint8 image [H, W, 3].
+
+    trajectory: agent positions [T, 2] (coloured from dark to bright with time); goal: (x, y);
+    path: shortest-path points [K, 2]; headings: agent headings [T] (the last one is drawn as an arrow).
+    """
+    image = Image.fromarray(canvas.image)
+    draw = ImageDraw.Draw(image)
+    px_per_m, (ox, oy) = canvas.px_per_m, canvas.origin
     width = max(2, int(px_per_m * 0.06))
 
     def to_px(xy):
         xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
-        return [(float(x * px_per_m), float(canvas.height - y * px_per_m)) for x, y in xy]
+        return [(float((x - ox) * px_per_m), float(image.height - (y - oy) * px_per_m)) for x, y in xy]
 
     if path is not None and len(path) > 1:
         draw.line(to_px(path), fill=SHORTEST_PATH, width=width + 1)
@@ -103,7 +129,7 @@ def draw_topdown(
             tip = (ex + 0.4 * px_per_m * np.cos(heading), ey - 0.4 * px_per_m * np.sin(heading))
             draw.line([(ex, ey), tip], fill=(0, 0, 0), width=width)
             draw.ellipse([ex - r / 2, ey - r / 2, ex + r / 2, ey + r / 2], fill=(0, 0, 0))
-    return np.asarray(canvas)
+    return np.asarray(image)
 
 
 def save_png(image: np.ndarray, path: str | Path) -> Path:

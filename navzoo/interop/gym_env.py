@@ -32,7 +32,8 @@ from gymnasium.vector.utils import batch_space
 from PIL import Image
 
 from navzoo.errors import ConfigError, NavzooError, closest
-from navzoo.evaluation.topdown import draw_topdown
+from navzoo.evaluation.scene_maps import scene_maps
+from navzoo.evaluation.topdown import draw_episode
 from navzoo.names import GOAL_SENSOR, SEEN_MAP, SEEN_MAP_CHANNELS
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import ACTION_NAMES, SimConfig
@@ -152,8 +153,9 @@ class NavVectorEnv(VectorEnv):
         # the next step (NEXT_STEP) or once reset (DISABLED); until then they do not act.
         self._waiting = np.zeros(self.num_envs, dtype=bool)
         self._trails = [[] for _ in range(self.num_envs)]  # poses of the episode each env shows
-        # the (scene slot, goal) of the episode each env shows, which outlive a reset
-        self._scenes: list[tuple[int, list[float] | None]] = [(0, None)] * self.num_envs
+        # the (scene slot, goal, floor height) of the episode each env shows, which outlive a reset
+        self._scenes: list[tuple[int, list[float] | None, float]] = [(0, None, 0.0)] * self.num_envs
+        self._maps = scene_maps(self.sim)
         self._last_obs: dict[str, np.ndarray] = {}
         self._metrics: dict[str, torch.Tensor] = {}  # the last step's BatchSim info["metrics"], for NavEnv
 
@@ -227,7 +229,7 @@ class NavVectorEnv(VectorEnv):
 
     def _begin_trail(self, i: int) -> None:
         goal = self.sim.goal[i].tolist() if get_task(self.sim.config.task).has_goal else None
-        self._scenes[i] = (int(self.sim.slot[i]), goal)
+        self._scenes[i] = (int(self.sim.slot[i]), goal, self._maps.floor(i))
         self._trails[i] = [self._pose(i)]
 
     def _pose(self, i: int) -> tuple[float, float, float]:
@@ -249,11 +251,9 @@ class NavVectorEnv(VectorEnv):
                 self._trails[i].append(self._pose(i))
 
     def _frame(self, i: int) -> np.ndarray:
-        slot, goal = self._scenes[i]
-        assets = self.sim.pool.assets[slot]
-        assert assets is not None  # every slot holds a scene once the pool is built
+        slot, goal, floor = self._scenes[i]
         trail = np.asarray(self._trails[i] or [self._pose(i)], dtype=np.float64)
-        top = draw_topdown(assets.scene, assets.nav, trail[:, :2], goal, headings=trail[:, 2])
+        top = draw_episode(self._maps.canvas(slot, floor), trail[:, :2], goal, headings=trail[:, 2])
         views = [_camera_image(key, value[i]) for key, value in self._last_obs.items() if value.ndim == 4]
         # Maps of other scenes have other shapes: boxed in a square, every frame has the same size.
         return _side_by_side([*views, _boxed(top, RENDER_HEIGHT)], RENDER_HEIGHT)

@@ -165,6 +165,15 @@ class MeshScenePool:
             f"{ep.scene_id}: {problem}; fix or remove the episode"
         )
 
+    def distance_field(self, field: int) -> np.ndarray:
+        """float32 [places of its scene]: the geodesic distance field `field` of the episode table."""
+        bounds = np.append(self._field_offset, len(self._fields))
+        return self._fields[bounds[field] : bounds[field + 1]]
+
+    def start_floor(self, index: int) -> float:
+        """The floor height (habitat's y) at the start of episode `index`."""
+        return float(self._start_height[index])
+
     def begin(self, envs: torch.Tensor, index: torch.Tensor) -> None:
         """Episodes `index` start in `envs`: their agents stand at the start's height."""
         self.height[envs.cpu()] = self._start_height[index.cpu()]
