@@ -1,6 +1,6 @@
 """navzoo's renderer against Intel Embree on the exported meshes of every val scene, and the export's cost.
 
-    pip install -e '.[verify]'          # trimesh, embreex, rtree
+    pip install -e '.[verify]'          # rtree (trimesh and embreex are base dependencies)
     python benchmarks/embree_depth.py   # 24 val scenes x 50 poses, at 64x64 and 128x128
 
 It exports the val split (`navzoo export-scenes`), renders navzoo's depth and Embree's from the same random

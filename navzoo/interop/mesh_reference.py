@@ -26,7 +26,7 @@ def load_mesh(path: str | Path):
     mesh = trimesh.load(path, force="mesh")
     assert isinstance(mesh, trimesh.Trimesh)  # force="mesh" joins a scene's meshes into one
     if type(mesh.ray).__name__ != "RayMeshIntersector" or "embree" not in type(mesh.ray).__module__:
-        raise ImportError("trimesh is not using Embree: pip install 'navzoo[verify]' (embreex)")
+        raise ImportError("trimesh is not using Embree: reinstall navzoo, whose dependencies include embreex")
     return mesh
 
 

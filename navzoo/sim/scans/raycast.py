@@ -233,13 +233,9 @@ class _EmbreeCaster:
     which keeps float32 rounding small in scans placed far from the origin."""
 
     def __init__(self, vertices: np.ndarray, faces: np.ndarray):
-        try:
-            from embreex.mesh_construction import TriangleMesh
-            from embreex.rtcore_scene import EmbreeScene
-        except ImportError as exc:
-            raise ImportError(
-                "mesh rendering on the CPU needs embreex: pip install 'navzoo[verify]'"
-            ) from exc
+        from embreex.mesh_construction import TriangleMesh
+        from embreex.rtcore_scene import EmbreeScene
+
         self.centre = (vertices.min(0).astype(np.float64) + vertices.max(0)) / 2
         self.scene = EmbreeScene()
         centred = (vertices - self.centre).astype(np.float32)
