@@ -190,7 +190,7 @@ def upload(
         ) from None
     except HfHubHTTPError as err:
         hint = "check the repository id and your connection, then push again"
-        if err.response is not None:  # older huggingface_hub versions may raise it without one
+        if err.response is not None:  # an error raised before any answer carries none
             hint = {
                 401: "log in with `hf auth login`, set HF_TOKEN, or pass --token",
                 403: "the token cannot write here: use a write token of a member of the organisation",

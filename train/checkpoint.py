@@ -91,6 +91,16 @@ def load_latest(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]] | None:
     raise CheckpointError(f"no checkpoint of {run_dir} can be read: " + "; ".join(skipped))
 
 
+def set_aside_newer(run_dir: Path, resumed_from: Path) -> list[Path]:
+    """Rename the checkpoints newer than `resumed_from` (the damaged ones a resume passed over) to
+    `<name>.damaged`: kept for a look, and out of the checkpoints the run prunes by number, where they would
+    sort last and make every new checkpoint look old enough to delete."""
+    newer = [path for path in list_checkpoints(run_dir) if path.name > resumed_from.name]
+    for path in newer:
+        path.rename(path.with_name(path.name + ".damaged"))
+    return newer
+
+
 def remove_stale_temporaries(run_dir: Path) -> list[Path]:
     """Delete the half-written checkpoint files killed runs left behind (`.ckpt-*.pt.tmp-<pid>` of a process
     that is gone); a live process's temporary is still being written."""

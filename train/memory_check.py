@@ -9,6 +9,10 @@ navzoo.memory.
 
 from __future__ import annotations
 
+import math
+
+import torch
+
 from navzoo.memory import Part, refuse_unless_fits
 from navzoo.models import ActorCritic, ModelSize, model_size
 from navzoo.models.model_memory import measure, parameters_part
@@ -55,7 +59,11 @@ def training_memory_estimate(
 def refuse_unless_training_fits(config: TrainConfig, workers: Workers, policy: ActorCritic | None) -> None:
     """ConfigTooLargeError, naming the fields that drive the estimate, where this worker cannot fit."""
     device = str(workers.device)
-    sharers = workers.local_world_size if workers.device.type == "cpu" else 1
+    # A machine's CPU workers share its RAM; several workers may share one GPU too (local_rank % devices).
+    if workers.device.type == "cpu":
+        sharers = workers.local_world_size
+    else:
+        sharers = math.ceil(workers.local_world_size / max(torch.cuda.device_count(), 1))
     parts = training_memory_estimate(config, workers.rank, workers.world_size, policy)
     refuse_unless_fits(parts, device, sharers)
 

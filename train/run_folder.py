@@ -46,8 +46,13 @@ def prepare_run_folder(
             (run_dir / name).write_text(text)
     else:
         ckpt.remove_stale_temporaries(run_dir)
+        ckpt.set_aside_newer(run_dir, resumed_from)
         for reason in skipped:
-            print(f"skipped a damaged checkpoint: {reason}; resuming from {resumed_from.name}", flush=True)
+            print(
+                f"skipped a damaged checkpoint: {reason}; resuming from {resumed_from.name} (the damaged "
+                "file is kept with the suffix .damaged)",
+                flush=True,
+            )
     if absent := sorted(r for r in config.overridden_ranks() if r >= world_size):
         # A preset made for several workers still runs on fewer, without those workers' scenes.
         print(

@@ -77,7 +77,9 @@ def memory_estimate(config: SimConfig, episodes: list[Episode] | None, prefix: s
     ]
     if SEEN_MAP in config.sensors:
         parts.append(seen_map_part(config, "for seen maps", prefix, sensor=True))
-    parts.append(_pool_part(config, episodes, prefix))
+    # Scanned scenes' navmeshes and meshes are sized by the files, known only once loaded: not estimated.
+    if config.scenes_dir is None:
+        parts.append(_pool_part(config, episodes, prefix))
     return parts
 
 

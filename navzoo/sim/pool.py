@@ -27,6 +27,7 @@ from navzoo.sim.materials import material_table
 from navzoo.sim.navgrid import NAV_SUBDIVISION
 from navzoo.sim.render import SceneAtlas
 from navzoo.sim.scenes import CELL_SIZE, FAMILIES, SCENES_PER_SPLIT, scene_id, stable_seed
+from navzoo.sim.task import lookup_task
 
 
 def train_scene_id(config: SimConfig, k: int) -> str:
@@ -149,22 +150,23 @@ class ScenePool:
         self._refuse_solved_at_start(episodes)
 
     def _refuse_solved_at_start(self, episodes: list[Episode]) -> None:
-        """EpisodeError for the first episode whose start is within success_distance of its goal, in a
-        straight line or as the simulator measures the geodesic: a stop before any step would succeed with
-        a shortest path of about 0 m, which makes SPL 0/0 when the agent does not move. habitat's generator
-        keeps them at least 1 m apart (geodesic; docs/design/habitat-sim-rules.md section 6)."""
+        """EpisodeError for the first episode whose start is within success_distance of its goal as the
+        simulator measures success (geodesic): a stop before any step would succeed with a shortest path of
+        about 0 m, which makes SPL 0/0 when the agent does not move. habitat's generator keeps them at least
+        1 m apart (docs/design/habitat-sim-rules.md section 6). Flee and Explore have no goal to reach."""
+        if not lookup_task(self.config.task).has_goal:
+            return
         table, reach = self.episodes, self.config.success_distance
         far_end = table["goal"] if self.fields_from_start else table["start"]
         geodesic = self.geodesic(table["field"], far_end).cpu()
-        straight = (table["goal"] - table["start"]).norm(dim=1).cpu()
-        near = (torch.minimum(geodesic, straight) <= reach).nonzero().flatten()
+        near = (geodesic <= reach).nonzero().flatten()
         if len(near):
             index = int(near[0])
             raise self._episode_error(
                 index,
                 episodes[index],
-                f"its start is {float(straight[index]):.3g} m from its goal ({float(geodesic[index]):.3g} m "
-                f"geodesic), within success_distance={reach:g} m: a stop at the start would succeed",
+                f"its start is {float(geodesic[index]):.3g} m (geodesic) from its goal, within "
+                f"success_distance={reach:g} m: a stop at the start would succeed",
                 fix="move its start at least 1 m (geodesic) from its goal, as habitat's episode generator "
                 "does (generated episodes: set min_geodesic above success_distance), or remove the episode",
             )

@@ -8,6 +8,7 @@ again (a second `hold` in the same process included) is refused like any other.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import socket
@@ -45,7 +46,7 @@ class HeldLock:
 def hold(lock_file: Path, what: str, *, wait: bool = False) -> HeldLock:
     """Take the lock of `lock_file` (created if missing). `wait`: block until its holder releases it;
     otherwise FolderInUseError at once, naming `what` is locked and the process that holds it."""
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by programs this one starts
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by programs this one execs
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -54,8 +55,11 @@ def hold(lock_file: Path, what: str, *, wait: bool = False) -> HeldLock:
     except BaseException:
         os.close(fd)
         raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+    # The holder's name is for the message a refused process prints; the flock is the lock, so a holder
+    # that cannot write it (a full disk) still holds the lock rather than leaking it.
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
     return HeldLock(fd, lock_file)
 
 

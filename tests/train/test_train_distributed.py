@@ -807,6 +807,9 @@ def test_resume_skips_a_damaged_checkpoint_and_removes_stale_temporaries(tmp_pat
     assert "skipped a damaged checkpoint" in out and "ckpt-000000004.pt" in out and "ckpt-000000002.pt" in out
     assert "Traceback" not in err
     assert not stale.exists()
+    # Set aside, so that pruning by number never mistakes it for the newest checkpoint.
+    assert (folder / "ckpt-000000004.pt.damaged").is_file()
+    assert ckpt.load_latest(run_dir)[0].name == "ckpt-000000006.pt"
     resume = [e for e in _log(run_dir)[1] if e["event"] == "resume"]
     assert resume[-1]["update"] == 2
     _assert_counters(_newest(run_dir), 6, 6 * FRAMES_PER_UPDATE)
