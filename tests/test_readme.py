@@ -10,11 +10,15 @@
 - Every `navzoo` command line (also under torchrun) parses with navzoo's own command-line parser, so each
   command and option exists, in its current spelling; train and finetune lines that start a run also
   resolve their whole config with --print-config (preset names, override keys and values).
+- The zoo table's numbers measured by navzoo (the shipped agents' val SPL, val success and test SPL, marked ³)
+  are those of benchmarks/results/zoo/zoo_eval.json, which `python benchmarks/zoo_eval.py` writes, rounded as
+  shown, so the README cannot drift from the result file.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 import shlex
 import shutil
@@ -30,6 +34,8 @@ from navzoo.cli.main import main as cli_main
 from navzoo.zoo.loader import locate
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+ZOO_EVAL = README.parent / "benchmarks" / "results" / "zoo" / "zoo_eval.json"
+ZOO_COLUMNS = {"Val SPL": ("val", "spl"), "Val success": ("val", "success"), "Test SPL": ("test", "spl")}
 # A fenced block, also one indented under a list item (its closing fence indented the same).
 BLOCK = re.compile(r"^( *)```(\w+)\n(.*?)^\1```", re.S | re.M)
 # Python lines left out of the run, and why: each needs the network or names something of the reader's.
@@ -197,3 +203,36 @@ def test_command_line_parses(argv, capsys, tmp_path, monkeypatch):
     if starts_a_run:
         monkeypatch.chdir(tmp_path)
         assert cli_main([*argv, "--print-config"]) == 0, capsys.readouterr().err
+
+
+def zoo_table() -> list[dict[str, str]]:
+    """The README's zoo table (the one whose header starts with `| Name | Backbone |`), as rows of cells."""
+    lines = README.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| Name | Backbone |"))
+    header = [c.strip() for c in lines[start].strip("|").split("|")]
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True)))
+    return rows
+
+
+def test_the_zoo_tables_measured_numbers_are_those_of_the_result_file():
+    results = json.loads(ZOO_EVAL.read_text())["results"]
+    measured = [row for row in zoo_table() if row["Weights"] == "shipped in the package"]
+    assert {row["Name"].strip("`") for row in measured} == {
+        "navzoo-pointnav-depth",
+        "navzoo-pointnav-rgb",
+        "navzoo-pointnav-blind",
+    }
+    for row in measured:
+        name = row["Name"].strip("`")
+        for column, (split, metric) in ZOO_COLUMNS.items():
+            cell = row[column]
+            assert cell.endswith("³"), f"{name} {column}: {cell!r} lacks the mark of navzoo's measurements"
+            expected = f"{results[split][name][metric]:.3f}"
+            assert cell.removesuffix("³").strip() == expected, (
+                f"README zoo table, {name} {column}: {cell!r}, but benchmarks/results/zoo/zoo_eval.json "
+                f"has {expected} ({split} {metric}); copy the file's number"
+            )

@@ -3,6 +3,9 @@ the package for mkdocstrings.
 
 - The CLI and configuration references (docs/gen/reference.py) and the results index (docs/gen/results.py)
   are added to the site as generated files, never written into docs/, so they cannot go stale.
+- The tables of the hand-written results pages (docs/results/*.md) are results-table placeholders that
+  `on_page_markdown` replaces with tables generated from the result files (docs/gen/tables.py); a
+  placeholder naming a file, path or field that is not there fails the build.
 - The figures the benchmarks saved (benchmarks/results/**/*.png) are added as results/figures/<path>, so
   the results pages show them from where the README does, without a copy in docs/.
 - train/, transfer/, hub/ and demo/ install as navzoo.train and so on (pyproject's package-dir), a layout
@@ -15,6 +18,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
@@ -28,6 +32,7 @@ sys.path.insert(0, str(HERE))
 
 import reference  # noqa: E402
 import results  # noqa: E402
+import tables  # noqa: E402
 
 GENERATED = {
     "reference/cli.md": reference.cli_page,
@@ -63,3 +68,10 @@ def on_files(files, config):
         uri = f"results/figures/{figure.relative_to(FIGURES).as_posix()}"
         files.append(File.generated(config, uri, abs_src_path=str(figure)))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    try:
+        return tables.render_placeholders(markdown, f"docs/{page.file.src_uri}")
+    except tables.TableError as error:
+        raise PluginError(str(error)) from None

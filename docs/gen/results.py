@@ -1,9 +1,12 @@
-"""The results index: one section per benchmarks/results/*.json, its tables generated at build time.
+"""The results index: one section per benchmarks/results/**/*.json, its tables generated at build time.
 
 The benchmark scripts write {"machine": ..., "results": ...} (benchmarks/report.py write_json); a few write
-more sections (train_throughput: "machines", "args", "sections"). Every list of records found in the JSON
-becomes a table; the scalars beside it become a line of settings. The date is the file's last commit (its
-modification time where git does not know it), the machine the JSON's, the command the script of that name.
+more sections (train_throughput: "machines", "args", "sections"); the subfolders hold the evaluations
+(zoo/, learning*/: name -> record) and the transfer sweeps (transfer/). Every list of records, and every
+mapping of names to records, found in the JSON becomes a table; the scalars beside it become a line of
+settings. The date is the file's last commit (its modification time where git does not know it), the
+machine the JSON's, the command the script of that name (for a transfer sweep, its `navzoo finetune`).
+docs/gen/tables.py reuses these helpers for the tables of the hand-written results pages.
 """
 
 from __future__ import annotations
@@ -15,17 +18,18 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "benchmarks" / "results"
+BENCHMARKS = ROOT / "benchmarks"
+RESULTS = BENCHMARKS / "results"
 MAX_ROWS = 60  # a table past this is cut, with a note saying how many rows the file holds
 MACHINE_KEYS = ("cpu", "cores", "cpu_count", "gpu", "gpu_count", "device", "torch", "numba", "navzoo_commit")
 
 
 def results_page(results: Path = RESULTS) -> str:
-    files = sorted(results.glob("*.json"))
+    files = sorted(results.rglob("*.json"), key=lambda p: (len(p.relative_to(results).parts), p))
     lines = [
         "# Results",
         "",
-        "<!-- Generated at build time from benchmarks/results/*.json; rerun a benchmark to change it. -->",
+        "<!-- Generated at build time from benchmarks/results/**/*.json; rerun a benchmark to change it. -->",
         "",
         "The measurements the benchmark scripts saved under `benchmarks/results/`, as tables generated when "
         "this site is built. Each section gives the file, its date (the last commit that changed it), the "
@@ -35,15 +39,16 @@ def results_page(results: Path = RESULTS) -> str:
     if not files:
         lines.append("No results are saved yet.")
     for path in files:
-        lines += file_section(path)
+        lines += file_section(path, results)
     return "\n".join(lines) + "\n"
 
 
-def file_section(path: Path) -> list[str]:
+def file_section(path: Path, results: Path = RESULTS) -> list[str]:
     data = json.loads(path.read_text())
-    lines = [f"## {path.stem}", ""]
-    facts = [f"file `benchmarks/results/{path.name}`", f"date {file_date(path)}"]
-    script = command_for(path)
+    name = path.relative_to(results).with_suffix("").as_posix()
+    lines = [f"## {name}", ""]
+    facts = [f"file `benchmarks/results/{name}.json`", f"date {file_date(path)}"]
+    script = command_for(path, data)
     if script:
         facts.append(f"command `{script}`")
     lines += ["- " + fact for fact in facts]
@@ -78,20 +83,33 @@ def file_section(path: Path) -> list[str]:
 
 
 def find_tables(value: Any, where: str):
-    """(location, scalars beside the records, records) for every list of records in `value`."""
+    """(location, scalars beside the records, records) for every list of records in `value`, and every
+    mapping of names to records (a record per agent, checkpoint or setting, its name in a first column)."""
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         yield where, {}, value
         return
     if not isinstance(value, dict):
         return
+    if value and all(_record(v) for v in value.values()):
+        yield where, {}, [{"name": k, **v} for k, v in value.items()]
+        for key, inner in value.items():  # the records' own lists (an agent's results by distance)
+            for key2, deeper in inner.items():
+                if not _scalar(deeper):
+                    name = f"{where} / {key} / {key2}" if where else f"{key} / {key2}"
+                    yield from find_tables(deeper, name)
+        return
     settings = {k: v for k, v in value.items() if _scalar(v)}
     first = True
+    flat = {k: v for k, v in value.items() if isinstance(v, dict) and v and all(map(_scalar, v.values()))}
+    if flat:  # sections of scalars side by side (mesh_round_trip's native and mesh): one table
+        yield where, settings, [{"name": k, **v} for k, v in flat.items()]
+        first = False
     for key, inner in value.items():
-        if _scalar(inner):
+        if _scalar(inner) or key in flat:
             continue
         name = f"{where} / {key}" if where else str(key)
         for found_where, found_settings, rows in find_tables(inner, name):
-            if first and settings and found_where == name and isinstance(inner, list):
+            if first and settings and found_where == name:
                 found_settings = {**settings, **found_settings}
                 first = False
             yield found_where, found_settings, rows
@@ -131,13 +149,24 @@ def file_date(path: Path) -> str:
     return datetime.date.fromtimestamp(path.stat().st_mtime).isoformat() + " (not committed)"
 
 
-def command_for(path: Path) -> str | None:
-    """`python benchmarks/<script>.py` for the script whose name the file's name starts with."""
-    scripts = sorted((p.stem for p in (path.parent.parent).glob("*.py")), key=len, reverse=True)
+def command_for(path: Path, data: Any = None) -> str | None:
+    """`python benchmarks/<script>.py` for the script whose name the file's name starts with; for a transfer
+    sweep (`navzoo finetune --setting all` writes its sweep.json), the finetune command."""
+    if isinstance(data, dict) and {"task", "base_model", "frames", "settings"} <= set(data):
+        return (
+            f"navzoo finetune --task {data['task']} --setting all --from {data['base_model']} "
+            f"--frames {data['frames']}"
+        )
+    scripts = sorted((p.stem for p in BENCHMARKS.glob("*.py")), key=len, reverse=True)
     for stem in scripts:
         if path.stem == stem or path.stem.startswith(stem + "-"):
             return f"python benchmarks/{stem}.py"
     return None
+
+
+def _record(value: Any) -> bool:
+    """A mapping mostly of scalars: one row of a table (an agent's results, a checkpoint's evaluation)."""
+    return isinstance(value, dict) and 2 * sum(map(_scalar, value.values())) > len(value)
 
 
 def _scalar(value: Any) -> bool:

@@ -4,13 +4,20 @@ field."""
 import argparse
 import dataclasses
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 from navzoo.cli.main import COMMANDS, build_parser
-from tests.docs.conftest import docs_module
+from tests.docs.conftest import DOCS, ROOT, docs_module
 
 reference = docs_module("reference")
 results = docs_module("results")
+tables = docs_module("tables")
+RESULT_PAGES = ("results/agents", "results/transfer", "results/simulator")
 
 
 def test_the_site_builds_strictly_with_the_generated_pages(built_site):
@@ -67,5 +74,75 @@ def test_results_tables_come_from_every_json_file(tmp_path):
     assert "## bench-cpu" in page and "cpu Test CPU, cores 2" in page
     assert "| envs | fps |" in page and "| 4 | 1,234.5 |" in page and "seconds = 3" in page
     real = results.results_page()
-    for path in Path(results.RESULTS).glob("*.json"):
-        assert f"## {path.stem}" in real
+    for path in Path(results.RESULTS).rglob("*.json"):  # the subfolders' files too
+        assert f"## {path.relative_to(results.RESULTS).with_suffix('').as_posix()}" in real
+    assert (
+        "## zoo/zoo_eval" in real and "## transfer/flee-rgb" in real and "## learning/learning_curves" in real
+    )
+
+
+def test_the_results_pages_tables_are_generated_from_the_result_files(built_site):
+    """No placeholder is left, each generated table names its file, and the pages hold no hand-made table."""
+    for page in RESULT_PAGES:
+        source = (DOCS / f"{page}.md").read_text()
+        assert "results-table:" in source, page
+        assert not [line for line in source.splitlines() if line.startswith("|")], (
+            f"{page}: a hand-made table"
+        )
+        html = (built_site / page / "index.html").read_text()
+        assert "results-table" not in html and "<table>" in html, page
+        assert "benchmarks/results/" in html, page
+    agents = (built_site / "results" / "agents" / "index.html").read_text()
+    zoo = json.loads((Path(results.RESULTS) / "zoo" / "zoo_eval.json").read_text())["results"]
+    assert f"{zoo['val']['navzoo-pointnav-depth']['spl']:.3f}" in agents
+
+
+def test_a_placeholder_renders_the_files_records_with_its_caption(tmp_path):
+    data = {
+        "machine": {"cpu": "Test CPU"},
+        "results": {"a": {"spl": 0.51234, "ci": [0.1, 0.9]}, "b": {"spl": 1.0}},
+    }
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "eval.json").write_text(json.dumps(data))
+    page = (
+        "<!-- results-table: sub/eval.json\nrows: results\ncolumns: {Agent: '{key}', SPL: '{spl:.2f}'}\n-->"
+    )
+    out = tables.render_placeholders(page, "test.md", tmp_path)
+    assert "`benchmarks/results/sub/eval.json`" in out and "cpu Test CPU" in out
+    assert "| Agent | SPL |" in out and "| a | 0.51 |" in out and "| b | 1.00 |" in out
+
+
+@pytest.mark.parametrize(
+    ("placeholder", "message"),
+    [
+        (
+            "<!-- results-table: nowhere/missing.json\ncolumns: [spl] -->",
+            "no result file benchmarks/results/nowhere/",
+        ),
+        (
+            "<!-- results-table: zoo/zoo_eval.json\nrows: results.val\ncolumns: {SPL: '{no_such_key}'} -->",
+            "no key 'no_such_key'",
+        ),
+    ],
+)
+def test_a_placeholder_naming_a_missing_file_or_key_fails_the_build(tmp_path, placeholder, message):
+    pytest.importorskip("mkdocs", reason="the docs need their extra: pip install -e '.[docs]'")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text(f"# Broken\n\n{placeholder}\n")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(
+        f"site_name: broken\ndocs_dir: {docs}\nsite_dir: {tmp_path / 'site'}\nstrict: true\n"
+        f"hooks:\n  - {DOCS / 'gen' / 'hooks.py'}\nnav:\n  - index.md\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode != 0
+    output = done.stdout + done.stderr
+    assert "docs/index.md: results-table" in output and message in output, output
