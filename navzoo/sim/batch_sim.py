@@ -87,8 +87,7 @@ class BatchSim:
         else:
             from navzoo.sim.scans import scene_source  # loads trimesh and Embree: only here
 
-            assert episodes is not None  # config validation: scenes_dir comes with an episodes_file
-            self.meshes = scene_source.MeshScenePool(config, dev, episodes)
+            self.meshes = scene_source.MeshScenePool(config, dev, episodes)  # no episodes: a training stream
         self.episodes = episodes  # the fixed episode list, or None for freshly sampled training episodes
         self.fixed = episodes is not None
         height, width = config.resolution
@@ -313,6 +312,12 @@ class BatchSim:
             self.field[envs] = table["field"][index]
             if self.meshes is not None:
                 self.meshes.begin(envs, index)
+        elif self.meshes is not None:  # a training stream on meshes: (seed, env, counter) draws each episode
+            drawn = self.meshes.stream_episodes(envs, self.env_seeds[envs], self.episode_counter[envs])
+            self.episode_counter[envs] += 1
+            for name in ("slot", "pos", "heading", "goal", "field"):
+                getattr(self, name)[envs] = drawn[name]
+            self.meshes.note_episodes_started(len(envs), self.slot)
         else:
             pool = self.pool
             u = self._uniform(envs, 4)  # drawn before the counter moves on

@@ -60,7 +60,9 @@ class SimConfig(Config):
     episodes_file: str | None = None
     # Scanned scenes (navzoo.sim.scans): habitat's `habitat.dataset.scenes_dir`, the folder an episode's
     # scene_id (a mesh path) is relative to, and the scene dataset config that orients its stages (None:
-    # habitat's "default" dataset). With scenes_dir, episodes_file is a habitat PointNav dataset.
+    # habitat's "default" dataset). With scenes_dir, episodes_file is a habitat PointNav dataset; without
+    # one, the train split samples episodes by habitat's PointNav generator rules on every mesh below
+    # scenes_dir (or the stages scene_dataset lists), scenes_in_memory of them loaded at a time.
     scenes_dir: str | None = None
     scene_dataset: str | None = None
     device: str = "cpu"
@@ -132,7 +134,8 @@ class SimConfig(Config):
             raise ConfigError("renderer", self.renderer, "'auto' or 'torch' on CUDA (numba is CPU-only)")
 
     def _check_scenes(self) -> None:
-        """scenes_dir and scene_dataset: scanned scenes run the PointGoal episodes of a file."""
+        """scenes_dir and scene_dataset: scanned scenes run the PointGoal episodes of a file, or, training
+        without one, episodes sampled on the meshes of scenes_dir (navzoo.sim.scans.episode_sampler)."""
         if self.scene_dataset is not None:
             if self.scenes_dir is None:
                 raise ConfigError(
@@ -148,11 +151,12 @@ class SimConfig(Config):
             return
         if not self.scenes_dir:
             raise ConfigError("scenes_dir", self.scenes_dir, "a folder of scene meshes, or None")
-        if self.episodes_file is None:
+        if self.episodes_file is None and self.split != "train":
             raise ConfigError(
                 "episodes_file",
                 None,
-                "a habitat PointNav episodes file (.json.gz) whose scenes are in scenes_dir",
+                f"a habitat PointNav episodes file (.json.gz) whose scenes are in scenes_dir: the "
+                f"{self.split} split runs fixed episodes (split='train' samples them from its meshes)",
             )
         if self.task != "pointnav":
             raise ConfigError("task", self.task, "'pointnav' with scenes_dir (scanned scenes run PointGoal)")

@@ -1,15 +1,27 @@
-"""Scanned scenes as BatchSim's scene source (SimConfig.scenes_dir): PointGoal episodes of a habitat PointNav
-dataset on meshes, with habitat's navmesh rules, sliding motion and pinhole cameras.
+"""Scanned scenes as BatchSim's scene source (SimConfig.scenes_dir): PointGoal episodes on meshes, with
+habitat's navmesh rules, sliding motion and pinhole cameras. The episodes are those of a habitat PointNav
+dataset (SimConfig.episodes_file, fixed), or, for training without one, a stream drawn by habitat's PointNav
+generator rules (navzoo.sim.scans.episode_sampler) on the meshes of the scenes folder.
 
 Each mesh the episodes name is loaded once (navzoo.sim.scans.stage), with its navmesh (built once and
 cached on disk, navzoo.sim.scans.cache) and its Embree renderer (navzoo.sim.scans.raycast). Agents keep
 BatchSim's floor coordinates, (x, y) = habitat's (x, -z) with heading = habitat's yaw + pi/2, so the tasks
 and GPS+Compass read them as they read the native scenes'; the pool keeps each agent's floor height
-(habitat's y). Geodesic distances come from one distance field over the navmesh per distinct goal set.
+(habitat's y). Geodesic distances come from one distance field over the navmesh per distinct goal set (fixed
+episodes) or per environment (the stream).
+
+The stream: every mesh below scenes_dir (or those the scene dataset config lists), in a reproducible
+shuffled order, with at most scenes_in_memory of them loaded; as navzoo.sim.pool's training pool does, one
+slot at a time stops taking new episodes after episodes_per_scene starts and, once empty, takes the next
+mesh. An environment's k-th episode (its slot among the active ones, then habitat's generator) draws from a
+numpy generator seeded by (environment seed, k), so with the rotation counters in `state_dict` a resumed
+run continues exactly.
 """
 
 from __future__ import annotations
 
+import glob
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -19,14 +31,15 @@ import numpy as np
 import torch
 from huggingface_hub import constants
 
-from navzoo.errors import EpisodeError, NavzooError
+from navzoo.errors import EpisodeError, NavzooError, SceneError
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode, MeshEpisode
 from navzoo.sim.scans.cache import cached_navmesh
+from navzoo.sim.scans.episode_sampler import EpisodeSampler, PointNavRules
 from navzoo.sim.scans.motion import slide
 from navzoo.sim.scans.navmesh import NavMesh, NavmeshConfig
 from navzoo.sim.scans.raycast import MeshRenderer, PinholeCamera
-from navzoo.sim.scans.stage import load_stage
+from navzoo.sim.scans.stage import SUFFIXES, load_stage
 
 CACHE_ENV = "NAVZOO_NAVMESH_CACHE"
 # How far (horizontally) an episode's start or goal may lie from the navmesh: habitat's own navmesh is
@@ -34,6 +47,8 @@ CACHE_ENV = "NAVZOO_NAVMESH_CACHE"
 ON_FLOOR_TOLERANCE = 0.1
 MAX_Y_DELTA = 0.5  # habitat's is_navigable: the floor within this of the point
 COLLISION_EPS = 1e-5  # habitat's: a move is a collision when its squared length falls short by more
+# Salts of the stream's seeds: the order of the meshes, and each environment's episodes.
+STREAM_SALT, EPISODE_SALT = 0x5CE7E5, 0xE915
 
 
 def navmesh_cache_dir() -> Path:
@@ -47,22 +62,75 @@ class MeshScene:
     navmesh: NavMesh
     renderer: MeshRenderer | None  # None without cameras
     offset: int  # of its places in the pool's concatenated places
+    sampler: EpisodeSampler | None = None  # the stream's episode generator on it
+
+
+def scene_paths(config: SimConfig) -> list[str]:
+    """The meshes a training stream draws from: the stages the scene dataset config lists (its
+    `stages.paths` patterns for mesh files and its `stages.configs` files, relative to the config), else
+    every .glb/.gltf/.ply/.obj below scenes_dir; sorted. SceneError when there are none."""
+    assert config.scenes_dir is not None
+    root = Path(config.scenes_dir)
+    if not root.is_dir():
+        raise SceneError(f"scenes_dir {root} is not a folder: give the folder of the scene meshes")
+    if config.scene_dataset is not None:
+        found = _dataset_stages(Path(config.scene_dataset))
+        where = f"the stages of {config.scene_dataset}"
+    else:
+        found = {str(p) for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(SUFFIXES)}
+        where = f"{root} (searched for {', '.join(SUFFIXES)} files)"
+    if not found:
+        raise SceneError(f"no scene mesh in {where}: give a folder of scene meshes")
+    return sorted(found)
+
+
+def _dataset_stages(dataset: Path) -> set[str]:
+    try:
+        data = json.loads(dataset.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SceneError(f"scene dataset config {dataset} cannot be read ({error}); check the path") from None
+    stages = data.get("stages", {}) if isinstance(data, dict) else {}
+    stages = stages if isinstance(stages, dict) else {}
+    found: set[str] = set()
+    paths = stages.get("paths", {})
+    for suffix, patterns in paths.items() if isinstance(paths, dict) else []:
+        if suffix.lower() in SUFFIXES and isinstance(patterns, list):
+            for pattern in patterns:
+                found.update(glob.glob(str(dataset.parent / str(pattern)), recursive=True))
+    for entry in stages.get("configs", []) or []:
+        original = entry.get("original_file") if isinstance(entry, dict) else None
+        if isinstance(original, str) and original.lower().endswith(SUFFIXES):
+            found.add(str(dataset.parent / original))
+    return {path for path in found if Path(path).is_file()}
 
 
 class MeshScenePool:
-    """The scenes of fixed mesh episodes. Like navzoo.sim.pool.ScenePool's fixed pool, it gives BatchSim an
-    episode table (`episodes`) and checkpoints; it also moves, renders and measures the agents."""
+    """The scenes of mesh episodes. With fixed episodes, like navzoo.sim.pool.ScenePool's fixed pool, it gives
+    BatchSim an episode table (`episodes`); without (`episodes` None), it draws a training stream
+    (`stream_episodes`). It checkpoints, and moves, renders and measures the agents."""
 
-    fixed = True
-
-    def __init__(self, config: SimConfig, device: torch.device, episodes: list[Episode]):
+    def __init__(self, config: SimConfig, device: torch.device, episodes: list[Episode] | None):
         self.config, self.device = config, device
+        self.fixed = episodes is not None
+        self.height = torch.zeros(config.num_envs, dtype=torch.float64)  # each agent's floor (habitat y)
+        if episodes is None:
+            self._init_stream()
+            return
         mesh_episodes = [ep for ep in episodes if isinstance(ep, MeshEpisode)]
         if len(mesh_episodes) != len(episodes):
             raise NavzooError("scenes_dir needs episodes read from a file with it (navzoo.sim.load_episodes)")
         paths = list(dict.fromkeys(ep.scene_id for ep in mesh_episodes))
-        self.scenes = self._load(paths)
+        self.scenes = [self._load_one(path) for path in paths]
         self.slots_count = len(self.scenes)
+        self._index_scenes()
+        self._build_table(mesh_episodes, {p: i for i, p in enumerate(paths)})
+
+    def _index_scenes(self) -> None:
+        """Each scene's offset in the concatenated places, and the grids and places `slide` reads."""
+        offset = 0
+        for scene in self.scenes:
+            scene.offset = offset
+            offset += scene.navmesh.size
         navmeshes = [s.navmesh for s in self.scenes]
         self._grids = (
             np.stack([m.origin for m in navmeshes]),
@@ -79,25 +147,119 @@ class MeshScenePool:
                 ]
             ).astype(np.int32),
         )
-        self._build_table(mesh_episodes, {p: i for i, p in enumerate(paths)})
-        self.height = torch.zeros(config.num_envs, dtype=torch.float64)  # each agent's floor (habitat y)
 
-    def _load(self, paths: list[str]) -> list[MeshScene]:
+    def _load_one(self, path: str) -> MeshScene:
         cfg = self.config
         settings = NavmeshConfig(agent_radius=cfg.agent_radius, agent_height=cfg.agent_height)
         camera = PinholeCamera(*cfg.resolution, cfg.hfov, cfg.sensor_height, cfg.min_depth, cfg.max_depth)
-        scenes, offset = [], 0
-        for path in paths:
-            stage = load_stage(path, cfg.scene_dataset)
-            navmesh = cached_navmesh(stage, settings, navmesh_cache_dir())
-            renderer = None
-            if "rgb" in cfg.sensors:
-                renderer = MeshRenderer.from_trimesh(list(stage.parts), camera, self.device)
-            elif "depth" in cfg.sensors:  # no colours to read
-                renderer = MeshRenderer(stage.vertices, stage.faces, camera, device=self.device)
-            scenes.append(MeshScene(path, navmesh, renderer, offset))
-            offset += navmesh.size
-        return scenes
+        stage = load_stage(path, cfg.scene_dataset)
+        navmesh = cached_navmesh(stage, settings, navmesh_cache_dir())
+        renderer = None
+        if "rgb" in cfg.sensors:
+            renderer = MeshRenderer.from_trimesh(list(stage.parts), camera, self.device)
+        elif "depth" in cfg.sensors:  # no colours to read
+            renderer = MeshRenderer(stage.vertices, stage.faces, camera, device=self.device)
+        return MeshScene(path, navmesh, renderer, 0)
+
+    # --- the training stream -----------------------------------------------------------------------------
+    def _init_stream(self) -> None:
+        cfg = self.config
+        self.paths = scene_paths(cfg)
+        self.rules = PointNavRules(closest_dist_limit=cfg.min_geodesic, furthest_dist_limit=cfg.max_geodesic)
+        self.slots_count = min(cfg.scenes_in_memory, len(self.paths))
+        # As in navzoo.sim.pool: one slot alone never retires (no environment could start an episode).
+        self.rotating = len(self.paths) > self.slots_count >= 2
+        self.scenes = []
+        self.slot_scene = list(range(self.slots_count))  # index k in the mesh stream of each slot's mesh
+        for k in self.slot_scene:
+            self.scenes.append(self._stream_scene(k))
+        self.next_scene = self.slots_count
+        self.retiring = -1  # slot that takes no new episodes until its last one ends
+        self.episodes_since_retire = 0
+        n = cfg.num_envs
+        self._env_slot = np.full(n, -1, np.int64)  # the slot and goal place of each env's episode
+        self._env_goal = np.full(n, -1, np.int64)
+        self._capacity = 0
+        self._env_fields = np.zeros((n, 0), np.float32)
+        self._index_scenes()
+        self._grow_fields()
+
+    def _stream_path(self, k: int) -> str:
+        """The k-th mesh of the stream: the meshes in a fresh shuffled order every len(paths) meshes."""
+        epoch, index = divmod(k, len(self.paths))
+        order = np.random.default_rng([STREAM_SALT, self.config.seed, epoch]).permutation(len(self.paths))
+        return self.paths[int(order[index])]
+
+    def _stream_scene(self, k: int) -> MeshScene:
+        scene = self._load_one(self._stream_path(k))
+        scene.sampler = EpisodeSampler(scene.navmesh, scene.path, self.rules)
+        return scene
+
+    def _grow_fields(self) -> None:
+        """One distance field per environment, as wide as the largest navmesh loaded; `geodesic` reads them
+        as the fixed episodes' concatenated fields (`_fields` at `_field_offset[env]`)."""
+        wanted = max(s.navmesh.size for s in self.scenes)
+        if wanted > self._capacity:
+            grown = np.full((self.config.num_envs, wanted), np.inf, np.float32)
+            grown[:, : self._capacity] = self._env_fields
+            self._env_fields, self._capacity = grown, wanted
+            self._fields = grown.reshape(-1)
+            self._field_offset = np.arange(self.config.num_envs, dtype=np.int64) * wanted
+
+    def active_slots(self) -> np.ndarray:
+        slots = np.arange(self.slots_count)
+        return slots[slots != self.retiring]
+
+    def stream_episodes(self, envs: torch.Tensor, env_seeds: torch.Tensor, counters: torch.Tensor) -> dict:
+        """New episodes in `envs`, the k-th (`counters`, before they count this one) of each environment
+        drawn from (its seed, k): its slot among the active ones, then habitat's generator on that mesh.
+        Returns BatchSim's per-env tensors ("slot", "pos", "heading", "goal", "field") of `envs`."""
+        envs_np = envs.cpu().numpy()
+        seeds, ks = env_seeds.cpu().numpy(), counters.cpu().numpy()
+        active = self.active_slots()
+        out = {
+            "slot": np.zeros(len(envs_np), np.int64),
+            "pos": np.zeros((len(envs_np), 2), np.float32),
+            "heading": np.zeros(len(envs_np), np.float32),
+            "goal": np.zeros((len(envs_np), 2), np.float32),
+        }
+        for row, env in enumerate(envs_np):  # one Dijkstra per episode, candidates vectorised within it
+            rng = np.random.default_rng([EPISODE_SALT, int(seeds[row]), int(ks[row])])
+            slot = int(active[rng.integers(len(active))])
+            scene = self.scenes[slot]
+            assert scene.sampler is not None  # every stream scene has one
+            episode, field = scene.sampler.sample(rng)
+            self._env_fields[env, : len(field)] = field
+            self._env_fields[env, len(field) :] = np.inf
+            self._env_slot[env], self._env_goal[env] = slot, episode.goal_place
+            self.height[int(env)] = episode.start[1]
+            out["slot"][row] = slot
+            out["pos"][row] = (episode.start[0], -episode.start[2])
+            out["goal"][row] = (episode.goal[0], -episode.goal[2])
+            out["heading"][row] = math.remainder(episode.yaw + math.pi / 2, 2 * math.pi)
+        result = {key: torch.from_numpy(value).to(self.device) for key, value in out.items()}
+        result["field"] = envs.to(self.device)
+        return result
+
+    def note_episodes_started(self, count: int, slots_in_use: torch.Tensor) -> None:
+        """Advance rotation as navzoo.sim.pool.ScenePool does: retire a slot every episodes_per_scene starts,
+        refill it with the stream's next mesh once no environment is in it."""
+        if not self.rotating:
+            return
+        self.episodes_since_retire += count
+        if self.retiring < 0 and self.episodes_since_retire >= self.config.episodes_per_scene:
+            self.retiring = self.next_scene % self.slots_count
+            self.episodes_since_retire = 0
+        if self.retiring >= 0 and not bool((slots_in_use == self.retiring).any()):
+            self._refill(self.retiring, self.next_scene)
+            self.next_scene += 1
+            self.retiring = -1
+
+    def _refill(self, slot: int, k: int) -> None:
+        self.scenes[slot] = self._stream_scene(k)
+        self.slot_scene[slot] = k
+        self._index_scenes()
+        self._grow_fields()
 
     # --- episodes ----------------------------------------------------------------------------------------
     def _build_table(self, episodes: list[MeshEpisode], slot_of: dict[str, int]) -> None:
@@ -166,7 +328,10 @@ class MeshScenePool:
         )
 
     def distance_field(self, field: int) -> np.ndarray:
-        """float32 [places of its scene]: the geodesic distance field `field` of the episode table."""
+        """float32 [places of its scene]: the geodesic distance field `field` of the episode table (of
+        environment `field` in the stream)."""
+        if not self.fixed:
+            return self._env_fields[field, : self.scenes[self._env_slot[field]].navmesh.size]
         bounds = np.append(self._field_offset, len(self._fields))
         return self._fields[bounds[field] : bounds[field + 1]]
 
@@ -280,6 +445,18 @@ class MeshScenePool:
 
     # --- checkpointing -----------------------------------------------------------------------------------
     def state_dict(self) -> dict:
+        if not self.fixed:
+            return {
+                "kind": "mesh-stream",
+                "scenes": list(self.paths),
+                "slot_scene": list(self.slot_scene),
+                "next_scene": self.next_scene,
+                "retiring": self.retiring,
+                "episodes_since_retire": self.episodes_since_retire,
+                "env_slot": torch.from_numpy(self._env_slot.copy()),
+                "env_goal": torch.from_numpy(self._env_goal.copy()),
+                "height": self.height.clone(),
+            }
         return {
             "kind": "mesh",
             "scenes": [s.path for s in self.scenes],
@@ -288,6 +465,9 @@ class MeshScenePool:
         }
 
     def load_state_dict(self, state: dict) -> None:
+        if not self.fixed:
+            self._load_stream_state(state)
+            return
         mine = self.state_dict()
         if (
             state.get("kind") != "mesh"
@@ -298,6 +478,37 @@ class MeshScenePool:
                 "checkpoint was written with other scenes or episodes than this simulator's; resume with the "
                 "same episodes_file and scenes_dir"
             )
+        self.height = state["height"].clone().double()
+
+    def _load_stream_state(self, state: dict) -> None:
+        """Restore a stream: the slots' meshes, the rotation counters and each episode's distance field."""
+        if (
+            state.get("kind") != "mesh-stream"
+            or state["scenes"] != self.paths
+            or len(state["slot_scene"]) != self.slots_count
+        ):
+            raise NavzooError(
+                "checkpoint was written with another scene stream than this simulator's (other meshes in "
+                "scenes_dir, another scenes_in_memory, or fixed episodes); resume with the same scenes_dir, "
+                "scene_dataset and sim config"
+            )
+        for slot, k in enumerate(state["slot_scene"]):
+            if self.slot_scene[slot] != k:
+                self.scenes[slot] = self._stream_scene(int(k))
+                self.slot_scene[slot] = int(k)
+        self._index_scenes()
+        self._grow_fields()
+        self.next_scene = int(state["next_scene"])
+        self.retiring = int(state["retiring"])
+        self.episodes_since_retire = int(state["episodes_since_retire"])
+        self._env_slot = state["env_slot"].numpy().astype(np.int64).copy()
+        self._env_goal = state["env_goal"].numpy().astype(np.int64).copy()
+        self._env_fields[:] = np.inf
+        for env in np.flatnonzero(self._env_goal >= 0):  # the fields the episodes under way measure
+            sampler = self.scenes[self._env_slot[env]].sampler
+            assert sampler is not None
+            field = sampler.field(int(self._env_goal[env]))
+            self._env_fields[env, : len(field)] = field
         self.height = state["height"].clone().double()
 
     def close(self) -> None:

@@ -131,7 +131,7 @@ def test_config_and_scene_paths_follow_habitat():
     assert mesh_path("gibson/Adrian.glb", "data/scene_datasets") == "data/scene_datasets/gibson/Adrian.glb"
     assert mesh_path("/abs/x.glb", "/d") == "/abs/x.glb"
     with pytest.raises(ConfigError, match="episodes_file"):
-        SimConfig(scenes_dir="data/scene_datasets")
+        SimConfig(scenes_dir="data/scene_datasets", split="val")
     with pytest.raises(ConfigError, match="scene_dataset"):
         SimConfig(scene_dataset="x.scene_dataset_config.json")
     with pytest.raises(ConfigError, match="pointnav"):
