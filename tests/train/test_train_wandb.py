@@ -3,6 +3,7 @@ reachable from the tests): the scalars arrive against frames, and a resumed run 
 
 import json
 import struct
+import time
 
 import pytest
 
@@ -84,6 +85,9 @@ def test_training_logs_to_wandb_and_a_resume_continues_the_same_run(tmp_path, mo
     assert all(row["perf/fps"] > 0 and "loss/value" in row for row in rows)
     assert {"sim", "ppo", "total_frames", "wandb"} <= _config_keys(first)
 
+    # wandb names an offline run's folder by the second it starts: a resume in the same second would
+    # write into the first run's folder.
+    time.sleep(1.05 - time.time() % 1)
     train(config.replace(total_frames=128), run_dir, resume=True)
     assert (run_dir / WANDB_ID_NAME).read_text().strip() == run_id
     runs = sorted((run_dir / "wandb").glob(f"offline-run-*-{run_id}"))
