@@ -62,23 +62,26 @@ class TrainConfig(Config):
     # Start from the weights of this model (a model or run folder, a zoo name or hf-hub:org/name) of the
     # same architecture instead of a fresh initialisation, e.g. an imitation run fine-tuned by DD-PPO.
     init_from: str | None = None
+    # PolicyConfig fields that change the zoo architecture (e.g. hidden_size); its sensors and resolution
+    # follow sim.
     policy: dict[str, Any] = field(default_factory=dict)
+    # The simulator of each worker (SimConfig), on the train split.
     sim: SimConfig = field(default_factory=lambda: SimConfig(split="train"))
     # "ppo": DD-PPO; "dagger": imitation of a teacher (settings in `imitation`); "kickstart": DD-PPO with the
     # teacher's cross-entropy added to its loss (imitation.kickstart_weight).
     algorithm: str = "ppo"
-    ppo: PPOConfig = field(default_factory=PPOConfig)
-    imitation: ImitationConfig = field(default_factory=ImitationConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)  # PPO's hyperparameters
+    imitation: ImitationConfig = field(default_factory=ImitationConfig)  # DAgger and kickstarting settings
     # The later stages of the run, in order (StageConfig): e.g. DD-PPO after imitation. YAML may give
     # one stage as a mapping (one with from_frames 0 is none); errors name a stage by its index.
     stages: tuple[StageConfig, ...] = ()
-    distributed: DistributedConfig = field(default_factory=DistributedConfig)
-    wandb: WandbConfig = field(default_factory=WandbConfig)
+    distributed: DistributedConfig = field(default_factory=DistributedConfig)  # multi-worker settings
+    wandb: WandbConfig = field(default_factory=WandbConfig)  # Weights & Biases logging
     total_frames: int = 10_000_000  # frames of experience summed over all workers
-    seed: int = 0
+    seed: int = 0  # seeds the policy's initialisation, the workers' scene streams and action sampling
     device: str = "auto"  # "auto": the worker's CUDA device when there is one, else CPU
     checkpoint_every: int = 50  # updates between checkpoints (one is always written at the end)
-    keep_checkpoints: int = 3
+    keep_checkpoints: int = 3  # checkpoints kept in checkpoints/; older ones are deleted
     log_every: int = 1  # updates between log lines
     torch_threads: int = 0  # intra-op threads per worker; 0 splits the machine's cores between workers
     # Simulator fields that differ on some workers, e.g. {1: {scene_families: [office-l]}}.

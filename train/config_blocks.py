@@ -30,28 +30,28 @@ class PPOConfig(Config):
     """PPO with GAE; defaults are DD-PPO's (Wijmans et al. 2020, habitat-baselines ddppo config)."""
 
     num_steps: int = 128  # rollout length per environment
-    ppo_epoch: int = 2
+    ppo_epoch: int = 2  # passes over each rollout
     num_mini_batch: int = 2  # mini-batches split the environments; every one keeps whole sequences
-    clip_param: float = 0.2
-    value_loss_coef: float = 0.5
-    entropy_coef: float = 0.01
-    use_clipped_value_loss: bool = True
-    gamma: float = 0.99
+    clip_param: float = 0.2  # PPO's clipping range of the probability ratio
+    value_loss_coef: float = 0.5  # weight of the value loss
+    entropy_coef: float = 0.01  # weight of the entropy bonus
+    use_clipped_value_loss: bool = True  # clip the value loss as PPO clips the policy's
+    gamma: float = 0.99  # discount factor
     tau: float = 0.95  # GAE lambda
-    use_normalized_advantage: bool = False
+    use_normalized_advantage: bool = False  # normalise the advantages of each mini-batch
     optimizer: str = "adam"  # "lamb": timm's Lamb, as BPS trains with large batches
-    lr: float = 2.5e-4
+    lr: float = 2.5e-4  # learning rate
     # "sqrt": lr * sqrt(B / reference_batch), B the frames of one mini-batch summed over workers (BPS)
     lr_scaling: str = "none"
     reference_batch: int = 256
-    eps: float = 1e-5
-    weight_decay: float = 0.0
-    max_grad_norm: float = 0.2
-    use_linear_lr_decay: bool = False
+    eps: float = 1e-5  # the optimiser's epsilon
+    weight_decay: float = 0.0  # the optimiser's weight decay
+    max_grad_norm: float = 0.2  # gradients are clipped to this norm
+    use_linear_lr_decay: bool = False  # decay lr linearly to 0 over the run (over each stage in a staged run)
     amp: bool = False  # mixed precision: float16 with loss scaling on CUDA, bfloat16 on CPU
     vtrace: bool = False  # correct advantages for policy lag with V-trace (Espeholt et al. 2018)
-    vtrace_clip_rho: float = 1.0
-    vtrace_clip_c: float = 1.0
+    vtrace_clip_rho: float = 1.0  # V-trace's clip of the importance weights (rho bar)
+    vtrace_clip_c: float = 1.0  # V-trace's clip of the trace coefficients (c bar)
     # Fine-tuning a policy that did not learn by RL (init_from an imitation run): for the first
     # critic_warmup_updates only the critic head learns, the rest frozen, so the value function fits this
     # policy's returns before advantages steer it; then the actor's learning rate rises linearly from 0
@@ -111,9 +111,9 @@ class ImitationConfig(Config):
     # "map-planner": the same walk over a map of the walls the agent's depth camera has shown, unseen space
     # counted free (navzoo.agents.baselines); the simulator renders depth for it where the learner has none.
     teacher: str = "shortest-path"
-    teacher_share_start: float = 1.0
-    teacher_share_end: float = 0.0
-    teacher_decay_frames: int = 500_000
+    teacher_share_start: float = 1.0  # share of the steps the teacher drives at the start of a DAgger run
+    teacher_share_end: float = 0.0  # share of the steps the teacher drives after teacher_decay_frames
+    teacher_decay_frames: int = 500_000  # frames over which the teacher's share decays linearly
     # Steps where the teacher's action changes (and episode starts) weigh this much more in the loss: the few
     # turns that matter are otherwise drowned by runs of move_forward (Wijmans et al. 2019). 1 turns it off.
     inflection_weight: float = 1.0
@@ -168,11 +168,11 @@ class WandbConfig(Config):
     """Weights & Biases logging beside TensorBoard and log.jsonl, on when `project` is set (pip install
     'navzoo[wandb]'). A resumed run continues the same W&B run."""
 
-    project: str | None = None
-    entity: str | None = None
+    project: str | None = None  # the W&B project; setting it turns W&B logging on
+    entity: str | None = None  # the W&B entity (user or team); default: wandb's
     name: str | None = None  # the W&B run's name; default: the run folder's name
-    group: str | None = None
-    tags: tuple[str, ...] = ()
+    group: str | None = None  # the W&B group of the run
+    tags: tuple[str, ...] = ()  # the W&B tags of the run
     mode: str | None = None  # "online", "offline" or "disabled"; None leaves it to wandb (WANDB_MODE)
 
     def __post_init__(self):
@@ -188,7 +188,7 @@ class DistributedConfig(Config):
     # done, and a straggler is never counted), so use 0.5 there.
     sync_frac: float = 0.6
     backend: str = "auto"  # gloo on CPU, nccl on CUDA
-    timeout_s: float = 600.0
+    timeout_s: float = 600.0  # seconds workers wait for each other (torch.distributed's timeout)
 
     def __post_init__(self):
         check_field_types(self, "distributed.")

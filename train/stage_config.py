@@ -40,10 +40,11 @@ class StageConfig(Config):
     environments all start new episodes in the new scene stream when the stage begins, with a fresh
     recurrent state."""
 
-    from_frames: int = 0
-    algorithm: str = "ppo"
-    ppo: dict[str, Any] = field(default_factory=dict)
-    imitation: dict[str, Any] = field(default_factory=dict)
+    from_frames: int = 0  # frames (summed over all workers) at which the stage begins
+    algorithm: str = "ppo"  # "ppo", "dagger" or "kickstart"
+    ppo: dict[str, Any] = field(default_factory=dict)  # changes to the ppo block (not num_steps)
+    imitation: dict[str, Any] = field(default_factory=dict)  # changes to the imitation block (not teacher)
+    # Changes to the sim block: its scene stream (the fields in STAGE_SIM_FIELDS).
     sim: dict[str, Any] = field(default_factory=dict)
     rank_sim_overrides: dict[int, dict[str, Any]] | None = None  # None: the run's
 

@@ -35,14 +35,16 @@ TASKS = ("flee", "explore")
 
 @dataclass(frozen=True)
 class TransferConfig(Config):
-    task: str
+    task: str  # "flee" or "explore"
+    # One of the five settings: scratch, imagenet-encoder, pointgoal-encoder, pointgoal-finetune or
+    # neural-controller.
     setting: str
     base: str  # the PointGoal model: a zoo name, a model folder, a `navzoo train` run or hf-hub:org/name
     dummy_goal: tuple[float, float] = (5.0, 0.0)  # (rho, phi) fed in place of GPS+Compass when fine-tuning
     imagenet_model: str = "resnet18"  # timm model of the ImageNet-encoder setting
     imagenet_weights: str | None = None  # a local file with its weights, instead of the Hub
-    planner_hidden_size: int = 512
-    planner_layers: int = 2
+    planner_hidden_size: int = 512  # hidden size of the neural controller's planner LSTM
+    planner_layers: int = 2  # layers of the neural controller's planner LSTM
 
     def __post_init__(self):
         check_field_types(self)

@@ -14,12 +14,7 @@ import os
 import re
 import textwrap
 import tokenize
-from pathlib import Path
 from typing import Any
-
-import yaml
-
-NOTES = Path(__file__).with_name("field-notes.yml")
 
 # The config classes of the reference, by page section: (title, intro, [(class path, key prefix)]).
 CONFIG_SECTIONS = [
@@ -146,13 +141,11 @@ class Field:
     type: str  # the annotation as written in the source
     default: str
     meaning: str
-    source: str  # "comment", "docstring" or "notes" (docs/gen/field-notes.yml)
+    source: str  # "comment" or "docstring"
 
 
 def config_page() -> str:
     """Markdown tables of every config field: type, default and meaning."""
-    notes = load_notes()
-    used: set[str] = set()
     lines = [
         "# Configuration",
         "",
@@ -172,37 +165,23 @@ def config_page() -> str:
             if doc and not doc.startswith(f"{cls.__name__}("):
                 lines += [_escape(doc.split("\n\n")[0]), ""]
             lines += ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
-            for f in config_fields(cls, prefix, notes):
-                used.add(f"{cls.__name__}.{f.key.removeprefix(prefix)}")
+            for f in config_fields(cls, prefix):
                 lines.append(f"| `{f.key}` | {_code(f.type)} | {_code(f.default)} | {_escape(f.meaning)} |")
             lines.append("")
-    stale = sorted(set(notes) - used)
-    if stale:
-        raise ValueError(f"{NOTES.name} describes fields that do not exist: {', '.join(stale)}")
     return "\n".join(lines)
 
 
-def load_notes() -> dict[str, str]:
-    return yaml.safe_load(NOTES.read_text()) or {}
-
-
-def config_fields(cls: type, prefix: str = "", notes: dict[str, str] | None = None) -> list[Field]:
-    """The fields of a config dataclass in order, each with its meaning: the comment above or beside it
-    in the source (field_comments), else docs/gen/field-notes.yml. A
-    field with none of them, or with a note as well as a comment, is an error, so the page stays whole."""
-    notes = load_notes() if notes is None else notes
+def config_fields(cls: type, prefix: str = "") -> list[Field]:
+    """The fields of a config dataclass in order, each with its meaning: the comment above or beside it in
+    the source (field_comments). A field without one is an error, so the page stays whole."""
     comments = field_comments(cls)
     out = []
     for f in dataclasses.fields(cls):
         name = f"{cls.__name__}.{f.name}"
-        meaning, source = comments.get(f.name, ""), "comment"
-        if meaning and name in notes:
-            raise ValueError(f"{name} has a comment in the source now: remove its entry from {NOTES.name}")
+        meaning = comments.get(f.name, "")
         if not meaning:
-            meaning, source = notes.get(name, ""), "notes"
-        if not meaning:
-            raise ValueError(f"{name} has no comment in the source and no entry in {NOTES.name}")
-        out.append(Field(prefix + f.name, _annotation(cls, f.name), _default(cls, f), meaning, source))
+            raise ValueError(f"{name} has no comment above or beside it in the source")
+        out.append(Field(prefix + f.name, _annotation(cls, f.name), _default(cls, f), meaning, "comment"))
     return out
 
 

@@ -33,30 +33,35 @@ class SimConfig(Config):
     Sizes are in metres and degrees. `resolution` is (height, width) of every camera.
     """
 
-    task: str = "pointnav"
+    task: str = "pointnav"  # "pointnav" (PointGoal), "flee" or "explore" (navzoo.names.TASKS)
+    # "train": an endless stream of procedural scenes; "val" or "test": fixed scenes and episodes.
     split: str = "train"
-    num_envs: int = 4
+    num_envs: int = 4  # environments stepped together in one call
+    # Cameras and maps to render: "depth", "rgb", "seen_map" (the goal sensor follows the task).
     sensors: tuple[str, ...] = ("depth",)
-    resolution: tuple[int, int] = (256, 256)
-    hfov: float = 90.0
-    sensor_height: float = 1.25
+    resolution: tuple[int, int] = (256, 256)  # (height, width) of every camera, in pixels
+    hfov: float = 90.0  # horizontal field of view of the cameras, in degrees
+    sensor_height: float = 1.25  # height of the cameras above the floor, in metres
+    # Depth is clipped to [min_depth, max_depth] metres and normalised to [0, 1].
     min_depth: float = 0.0
     max_depth: float = 10.0
-    agent_radius: float = 0.1
-    agent_height: float = 1.5
-    forward_step: float = 0.25
-    turn_angle: float = 10.0
-    max_episode_steps: int = 500
-    success_distance: float = 0.2
+    agent_radius: float = 0.1  # radius of the agent's disc, in metres
+    agent_height: float = 1.5  # height of the agent, in metres (at least sensor_height)
+    forward_step: float = 0.25  # distance of one move_forward, in metres
+    turn_angle: float = 10.0  # angle of one turn_left or turn_right, in degrees
+    max_episode_steps: int = 500  # steps after which an episode ends
+    success_distance: float = 0.2  # a stop within this geodesic distance of the goal (metres) is a success
+    # Scene families to draw scenes from: apartment-s, apartment, office, office-l.
     scene_families: tuple[str, ...] = SCENE_FAMILIES
-    scenes_in_memory: int = 8
-    episodes_per_scene: int = 25
-    min_geodesic: float = 1.0
-    max_geodesic: float = 30.0
-    explore_cell_size: float = 1.0
+    scenes_in_memory: int = 8  # scenes the training stream holds at once; one is retired and replaced in turn
+    episodes_per_scene: int = 25  # episode starts in the training stream between two scene replacements
+    min_geodesic: float = 1.0  # shortest start-to-goal geodesic distance of a generated episode, metres
+    max_geodesic: float = 30.0  # longest start-to-goal geodesic distance of a generated episode, metres
+    explore_cell_size: float = 1.0  # side of the cells that Explore counts as visited, in metres
     # The seen_map sensor (navzoo.sim.map_sensor): squares per side of its egocentric crop, and their size.
     seen_map_size: int = 32
-    seen_map_cell: float = 0.5
+    seen_map_cell: float = 0.5  # side of one square of the seen_map sensor, in metres
+    # A habitat PointNav dataset file (.json.gz) to read the episodes from instead of generating them.
     episodes_file: str | None = None
     # Scanned scenes (navzoo.sim.scans): habitat's `habitat.dataset.scenes_dir`, the folder an episode's
     # scene_id (a mesh path) is relative to, and the scene dataset config that orients its stages (None:
@@ -65,14 +70,14 @@ class SimConfig(Config):
     # scenes_dir (or the stages scene_dataset lists), scenes_in_memory of them loaded at a time.
     scenes_dir: str | None = None
     scene_dataset: str | None = None
-    device: str = "cpu"
+    device: str = "cpu"  # where the simulator's tensors live: "cpu", "cuda" or "cuda:N"
     # Which kernels render and move the agents: "numba" (navzoo.sim.raycast_cpu and navzoo.sim.kernels, CPU
     # only), "torch" (tensor kernels, any device) or "auto": numba on the CPU, torch elsewhere. Both give the
     # same images and positions.
     renderer: str = "auto"
     # torch.compile the torch kernels (CUDA): faster steps after a one-off compile.
     compile: bool = False
-    seed: int = 0
+    seed: int = 0  # seed of the training stream's scenes and of the episodes drawn in them
 
     def __post_init__(self):
         check_field_types(self)

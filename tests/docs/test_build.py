@@ -42,7 +42,7 @@ def test_the_cli_page_names_every_command_and_option():
 
 
 def test_the_config_page_has_every_field_with_a_meaning():
-    page = reference.config_page()  # raises for a field without a meaning, or a stale note
+    page = reference.config_page()  # raises for a field without a meaning
     for _, _, classes in reference.CONFIG_SECTIONS:
         for path, prefix in classes:
             cls = reference._import(path)
