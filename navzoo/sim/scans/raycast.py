@@ -13,8 +13,9 @@ Every camera ray has a forward component of exactly 1, so the distance a ray cas
 z-depth itself. The pixel grid's directions are computed once per camera; a pose only rotates them.
 
 Backends:
-- CPU: Intel Embree through `embreex`, one scene built per mesh, one call for all N*H*W rays. embreex casts
-  them one by one on one thread (its loop holds the GIL), so this path uses one core.
+- CPU: Intel Embree through `embreex`, one scene built per mesh. The N cameras are split into as many
+  contiguous groups as torch has threads (`torch.set_num_threads`, as for the grid renderer), each cast by
+  one `run` call on a thread of its own: embreex releases the GIL while it casts.
 - CUDA: NVIDIA Warp (`warp-lang` >= 1.0, optional) when the device is CUDA and `warp` imports: a `wp.Mesh`
   and one kernel launch with `wp.mesh_query_ray` per pixel. UNTESTED: written without a GPU at hand; no
   test needs it, and the CPU path is the reference.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -240,17 +242,37 @@ class _EmbreeCaster:
         self.scene = EmbreeScene()
         centred = (vertices - self.centre).astype(np.float32)
         TriangleMesh(self.scene, centred, np.ascontiguousarray(faces, np.int32))
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_size = 0
 
     def cast(self, eyes: np.ndarray, camera_directions: np.ndarray, yaws: np.ndarray, surfaces: bool) -> Hits:
+        groups = np.array_split(np.arange(len(yaws)), min(torch.get_num_threads(), len(yaws)))
+        groups = [g for g in groups if len(g)]
+        eyes = eyes - self.centre
+        if len(groups) == 1:
+            parts = [self._cast(eyes, camera_directions, yaws, surfaces)]
+        else:
+            if self._pool is None or self._pool_size < len(groups):
+                if self._pool is not None:
+                    self._pool.shutdown()
+                self._pool = ThreadPoolExecutor(len(groups), thread_name_prefix="embree")
+                self._pool_size = len(groups)
+            parts = list(
+                self._pool.map(lambda g: self._cast(eyes[g], camera_directions, yaws[g], surfaces), groups)
+            )
+        return Hits(*(torch.from_numpy(np.concatenate(column)) for column in zip(*parts, strict=True)))
+
+    def _cast(self, eyes: np.ndarray, camera_directions: np.ndarray, yaws: np.ndarray, surfaces: bool):
+        """(z, face, u, v) numpy arrays of the rays of the cameras at `eyes` (relative to the centre)."""
         directions = _rotate(camera_directions, yaws).reshape(-1, 3)
-        origins = np.repeat((eyes - self.centre).astype(np.float32), len(camera_directions), axis=0)
+        origins = np.repeat(eyes.astype(np.float32), len(camera_directions), axis=0)
         if not surfaces:  # distances alone: a miss reports FAR_PLANE itself
             z = self.scene.run(origins, directions, dists=FAR_PLANE, query="DISTANCE")
             face = np.where(z < FAR_PLANE, 0, MISS).astype(np.int32)
             zero = np.zeros(0, np.float32)
-            return Hits(*(torch.from_numpy(a) for a in (z, face, zero, zero)))
+            return z, face, zero, zero
         hit = self.scene.run(origins, directions, dists=FAR_PLANE, output=1)
-        return Hits(*(torch.from_numpy(hit[k]) for k in ("tfar", "primID", "u", "v")))
+        return tuple(hit[k] for k in ("tfar", "primID", "u", "v"))
 
 
 def _rotate(directions: np.ndarray, yaws: np.ndarray) -> np.ndarray:
