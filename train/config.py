@@ -102,12 +102,13 @@ class TrainConfig(Config):
                 f"'ppo' on {self.sim.task}: {self.algorithm}'s teacher walks to a goal, which it has not",
             )
         stages = self._validate_stages()
-        if self.sim.scenes_dir is not None and any(stage.uses_teacher for _, stage in stages):
+        planner = any(stage.uses_teacher and stage.imitation.teacher == "map-planner" for _, stage in stages)
+        if self.sim.scenes_dir is not None and planner:
             raise ConfigError(
-                "algorithm",
-                self.algorithm,
-                "'ppo' in every stage with sim.scenes_dir (the imitation teachers plan on navzoo's own scene "
-                "grids, not on scanned meshes yet)",
+                "imitation.teacher",
+                "map-planner",
+                "'shortest-path' with sim.scenes_dir (the map-planner maps navzoo's own scene grids, not "
+                "scanned meshes yet)",
             )
         if self.sim.split != "train":
             raise ConfigError("sim.split", self.sim.split, "'train' (evaluate other splits with navzoo eval)")

@@ -70,8 +70,9 @@ class StraightLineTeacher:
         """(actions [N], bearings [N]): the teacher's action, and the direction of the way it takes relative
         to the agent's heading (radians in [-pi, pi), positive to the left), a denser target than the
         action for a learner to predict. It reads the simulator's state; observations and episode starts
-        are not needed."""
-        if self.sim.device.type == "cpu":
+        are not needed. On scanned meshes the tensor version asks the simulator's navmesh (the numba
+        kernel walks navzoo's own scene grids)."""
+        if self.sim.device.type == "cpu" and self.sim.meshes is None:
             return self._cpu_labels()
         return self.tensor_labels()
 
@@ -101,7 +102,8 @@ class StraightLineTeacher:
         return torch.from_numpy(actions), torch.from_numpy(bearings)
 
     def tensor_labels(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The same labels from tensor operations on every point at once (any device)."""
+        """The same labels from tensor operations on every point at once (any device, any scene source: it
+        asks the simulator which points are navigable and how far each is from the goal)."""
         sim, cfg = self.sim, self.sim.config
         n, dev = sim.num_envs, sim.device
         angles, units, marches, ahead = self.angles, self.units, self.marches, self.ahead
