@@ -250,21 +250,34 @@ def load_episodes(
     with `scenes_dir`, mesh paths relative to it (habitat's rule, `mesh_path`): then the episodes are
     MeshEpisodes.
 
-    EpisodeError, naming the episode and the problem, unless the file is whole and every episode has a
-    navzoo scene id, finite positions of three numbers and a unit-quaternion start rotation, and unless its
-    JSON (decompressed) holds at most `max_bytes`. Whether starts and goals lie on free floor, joined by a
-    path and apart, is checked where the scenes are built (navzoo.sim.pool)."""
+    As habitat-lab's PointNavDatasetV1 does, where a `content/` folder stands beside the file (the per-scene
+    files of habitat's train splits, whose top file lists no episodes), the episodes of every
+    `content/*.json.gz` in it follow the file's own, scenes in name order (habitat's `content_scenes: ["*"]`).
+
+    EpisodeError, naming the file, the episode and the problem, unless every file is whole and every episode
+    has a navzoo scene id, finite positions of three numbers and a unit-quaternion start rotation, and
+    unless each file's JSON (decompressed) holds at most `max_bytes`. Whether starts and goals lie on free
+    floor, joined by a path and apart, is checked where the scenes are built (navzoo.sim.pool)."""
     path = Path(path)
     if not path.is_file():
         raise EpisodeError(f"episode file {path} does not exist; write one with navzoo.sim.save_episodes")
+    content = path.parent / "content"
+    files = [path, *(sorted(content.glob("*.json.gz")) if content.is_dir() else [])]
+    episodes = [episode for file in files for episode in _episodes_in(file, max_bytes, scenes_dir)]
+    if not episodes:
+        where = f" or in {content}" if len(files) > 1 else ""
+        raise EpisodeError(f"episode file {path} holds no episodes{where}")
+    return episodes
+
+
+def _episodes_in(path: Path, max_bytes: int, scenes_dir: str | None) -> list[Episode]:
+    """The episodes of one dataset file."""
     data = _read_json(path, max_bytes)
     if not isinstance(data, dict) or not isinstance(data.get("episodes"), list):
         raise EpisodeError(
             f"episode file {path} is not a habitat PointNav dataset; expected "
             f'{{"episodes": [{_FORMAT}, ...]}}'
         )
-    if not data["episodes"]:
-        raise EpisodeError(f"episode file {path} holds no episodes")
     return [_parse_episode(raw, index, path, scenes_dir) for index, raw in enumerate(data["episodes"])]
 
 
