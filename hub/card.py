@@ -20,6 +20,7 @@ from navzoo.models.hub_mixin import CARD_BEGIN, CARD_END
 from navzoo.models.metadata import training_records
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import CardText, get_task
+from navzoo.zoo.habitat_checkpoints import habitat_overrides
 
 TRAINED_BY = ("navzoo train", "navzoo finetune")  # provenance sources that carry a training record
 BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation")
@@ -102,8 +103,9 @@ def model_card(
         _results(evaluation, video, figure),
         _provenance(config, base_model or config.get("provenance", {}).get("base_model"), learning_curve),
         _usage(repo_id, _task_id(evaluation)),
+        _habitat_usage(repo_id, config_from_dict(config["architecture"])),
     ]
-    body = "\n\n".join(sections)
+    body = "\n\n".join(section for section in sections if section)
     # The generated part sits between these lines; a re-push replaces it and keeps the text around it.
     return ModelCard(f"---\n{data.to_yaml()}\n---\n\n{CARD_BEGIN}\n{body}\n{CARD_END}\n")
 
@@ -120,8 +122,10 @@ def _summary(name: str, config: dict[str, Any], task: CardText) -> str:
     memory = f"{model.num_recurrent_layers}-layer {model.rnn_type} with {model.hidden_size} units"
     if isinstance(model, NeuralControllerConfig):
         structure = "DD-PPO neural controller: a planner steering a frozen PointGoal policy through its goal"
+    elif _habitat_policy(model):
+        structure = f"habitat-baselines `{_habitat_policy(model)}`"
     else:
-        structure = "habitat-baselines `PointNavResNetPolicy` parameter names"
+        structure = "habitat-baselines `PointNavResNetPolicy` parameter names around a navzoo encoder"
     encoder = model.backbone or "no visual encoder"
     return (
         f"# {name}\n\n{task.purpose}\n\n"
@@ -320,4 +324,31 @@ obs, first = sim.reset(), torch.ones(8, dtype=torch.bool)
 for _ in range(200):
     obs, reward, done, info = sim.step(agent.act(obs, first))  # 0 stop, 1 forward, 2 left, 3 right
     first = done
+```"""
+
+
+def _habitat_policy(model: Any) -> str | None:
+    """The habitat-baselines policy class the model exports to (`navzoo convert --to habitat`), if any."""
+    if isinstance(model, NeuralControllerConfig) or model.has_seen_map:
+        return None
+    if model.net == "baseline":
+        return "PointNavBaselinePolicy"
+    return "PointNavResNetPolicy" if model.family in ("habitat", "blind") else None
+
+
+def _habitat_usage(repo_id: str, model: Any) -> str:
+    policy = _habitat_policy(model)
+    if policy is None:
+        return ""
+    overrides = " \\\n    ".join(habitat_overrides(model))
+    return f"""## Use in habitat-lab
+
+The weights are habitat-baselines' `{policy}`: export them as a habitat-baselines checkpoint and evaluate
+them with habitat-baselines' PointNav config and these overrides.
+
+```bash
+navzoo convert hf-hub:{repo_id} model.pth --to habitat
+python -m habitat_baselines.run --config-name=pointnav/ppo_pointnav.yaml \\
+    habitat_baselines.evaluate=True habitat_baselines.eval_ckpt_path_dir=model.pth \\
+    {overrides}
 ```"""

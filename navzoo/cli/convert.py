@@ -15,13 +15,20 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "convert",
         help="convert a habitat-baselines checkpoint to navzoo's format, or back",
         description=(
-            "SRC a .pth file: read it with weights-only loading, infer the architecture (or use --model) and "
-            "write DST/config.json + DST/model.safetensors. SRC a navzoo folder: write DST as a "
-            "habitat-baselines checkpoint."
+            "To navzoo (SRC a .pth file): read it with weights-only loading, infer the architecture (or use "
+            "--model) and write DST/config.json + DST/model.safetensors. To habitat (SRC a navzoo folder or "
+            "model name): write DST as a habitat-baselines checkpoint of PointNavResNetPolicy, or of "
+            "PointNavBaselinePolicy for policies with net='baseline', and print the habitat-baselines "
+            "config overrides that build that policy."
         ),
     )
-    parser.add_argument("src", type=Path, help="habitat .pth checkpoint, or navzoo model folder")
+    parser.add_argument("src", help="habitat .pth checkpoint, or a navzoo model folder or name")
     parser.add_argument("dst", type=Path, help="output folder (to navzoo) or .pth file (to habitat)")
+    parser.add_argument(
+        "--to",
+        choices=("navzoo", "habitat"),
+        help="the direction (default: habitat when SRC is a folder or a model name, navzoo for a file)",
+    )
     parser.add_argument("--model", help="zoo name whose architecture to use instead of inferring it")
     add_resolution_option(parser, "sensor size (default: inferred, square)")
     parser.add_argument(
@@ -34,18 +41,27 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run_convert(args: argparse.Namespace) -> int:
     from navzoo.models.weights import save_pretrained
     from navzoo.storage.destination import check_destination
-    from navzoo.zoo.habitat_checkpoints import export_habitat_checkpoint, habitat_to_policy
+    from navzoo.zoo.habitat_checkpoints import export_habitat_checkpoint, habitat_overrides, habitat_to_policy
 
-    check_destination(args.dst, overwrite=args.overwrite, sources=[args.src], folder=not args.src.is_dir())
-    if args.src.is_dir():
-        out = export_habitat_checkpoint(args.src, args.dst)
-        print(f"wrote habitat-baselines checkpoint {out}")
+    src = Path(args.src)
+    to = args.to or ("navzoo" if src.is_file() else "habitat")
+    check_destination(args.dst, overwrite=args.overwrite, sources=[src], folder=to == "navzoo")
+    if to == "habitat":
+        import navzoo
+
+        policy = navzoo.load(args.src)
+        out = export_habitat_checkpoint(policy, args.dst)
+        overrides = " \\\n    ".join(habitat_overrides(policy.config))
+        print(
+            f"wrote habitat-baselines checkpoint {out}; evaluate it with habitat-baselines' config overrides:"
+        )
+        print(f"    {overrides}")
         return 0
-    policy = habitat_to_policy(args.src, model=args.model, resolution=resolution(args.resolution))
+    policy = habitat_to_policy(src, model=args.model, resolution=resolution(args.resolution))
     out = save_pretrained(policy, args.dst)
     config = policy.config
     print(
-        f"wrote {out}: {policy.name or 'unnamed'}, backbone {config.backbone}, "
+        f"wrote {out}: {policy.name or 'unnamed'}, backbone {config.backbone}, net {config.net}, "
         f"sensors {', '.join(config.sensors)}, resolution {config.resolution}, "
         f"{config.rnn_type} {config.num_recurrent_layers}x{config.hidden_size}"
     )

@@ -24,6 +24,8 @@ BPS_BACKBONES = ("se_resnet9",)
 SIMPLE_BACKBONES = ("simple_cnn",)  # habitat-baselines' SimpleCNN (PointNavBaselinePolicy's encoder)
 TIMM_PREFIX = "timm:"
 RNN_TYPES = ("LSTM", "GRU")
+# The habitat-baselines net a policy's recurrent core follows (`PolicyConfig.net`).
+NETS = ("resnet", "baseline")
 # Upper bounds on the sizes that decide memory, so a typo (or a hostile config.json) is refused before a
 # model of terabytes is built. Each is far past any published navigation policy.
 MAX_SIZES = {"hidden_size": 16384, "num_recurrent_layers": 16, "num_actions": 64, "base_planes": 1024}
@@ -55,7 +57,11 @@ def backbone_family(backbone: str | None) -> str:
 class PolicyConfig(Config):
     """Everything that fixes the parameter shapes and the input contract of a policy.
 
-    `backbone=None` is the blind agent (no visual sensor). Fields left as None get the default of the
+    `backbone=None` is the blind agent (no visual sensor). `net` names the habitat-baselines net whose
+    layout the policy has: "resnet" is PointNavResNetNet (DD-PPO's: the goal embedded from [rho, cos(-phi),
+    sin(-phi)] and the previous action embedded beside the camera's embedding), "baseline" is
+    PointNavBaselineNet (PointNavBaselinePolicy's: the camera's embedding and the raw (rho, phi) into one
+    GRU layer; SimpleCNN or blind). Fields left as None get the default of the
     backbone family in __post_init__, so a saved config always holds concrete values:
     `base_planes` 32 (habitat half width) or 64 (BPS SE-ResNet9), `input_avgpool` True except for the
     SE-ResNet9 and the SimpleCNN (fed at full resolution), `normalize_visual_inputs` True when RGB feeds a
@@ -70,6 +76,7 @@ class PolicyConfig(Config):
     rnn_type: str = "LSTM"
     num_recurrent_layers: int = 2
     num_actions: int = 4
+    net: str = "resnet"  # "resnet" (PointNavResNetNet) or "baseline" (PointNavBaselineNet), see above
     base_planes: int | None = None
     input_avgpool: bool | None = None
     normalize_visual_inputs: bool | None = None
@@ -183,6 +190,24 @@ class PolicyConfig(Config):
             raise ConfigError("rnn_type", self.rnn_type, RNN_TYPES)
         if self.timm_pretrained and self.family != "timm":
             raise ConfigError("timm_pretrained", True, "False unless the backbone is 'timm:<name>'")
+        self._validate_net()
+
+    def _validate_net(self) -> None:
+        """PointNavBaselineNet has a SimpleCNN (or none), one GRU layer and the GPS+Compass reading only."""
+        if self.net not in NETS:
+            raise ConfigError("net", self.net, NETS)
+        if self.net == "resnet":
+            return
+        if self.family not in ("simple", "blind"):
+            raise ConfigError("backbone", self.backbone, "'simple_cnn' or None with net='baseline'")
+        if (self.rnn_type, self.num_recurrent_layers) != ("GRU", 1):
+            raise ConfigError(
+                "rnn_type", self.rnn_type, "'GRU' with num_recurrent_layers=1 for net='baseline'"
+            )
+        if not self.has_goal or self.has_seen_map:
+            raise ConfigError(
+                "sensors", self.sensors, f"cameras and {GOAL_SENSOR} (no {SEEN_MAP}) for net='baseline'"
+            )
 
     def _validate_seen_map(self) -> None:
         if not self.has_seen_map:

@@ -8,6 +8,9 @@
     net.state_encoder    LSTM/GRU over [visual, map, goal, previous action]
     action_distribution.linear, critic.fc   heads on the recurrent output
 
+With `PolicyConfig.net="baseline"` the core is PointNavBaselineNet's instead: no goal or previous-action
+embedding, one GRU layer over [visual, rho, phi] (the GPS+Compass reading as it comes).
+
 Conventions (one step, N environments): observations are the simulator's dict ("depth" [N,H,W,1] float,
 "rgb" [N,H,W,3] uint8, "seen_map" [N,S,S,2] float, "pointgoal_with_gps_compass" [N,2] float), `hidden`
 is [N, R, hidden_size] (`initial_state`), `prev_actions` [N] integer, `masks` [N] bool with False where an
@@ -95,14 +98,18 @@ class PointNavNet(nn.Module):
             # forward() puts it right after the camera's embedding
             self.seen_map_columns = slice(config.hidden_size, config.hidden_size + MAP_EMBEDDING_SIZE)
             rnn_input += MAP_EMBEDDING_SIZE
-        if config.has_goal_embedding:
+        # PointNavBaselineNet reads the goal raw and no previous action (PolicyConfig.net).
+        self.raw_goal = config.net == "baseline"
+        if self.raw_goal:
+            rnn_input += 2 - 32  # (rho, phi) in place of the previous action's embedding
+        elif config.has_goal_embedding:
             self.tgt_embeding = nn.Linear(3, 32)
             rnn_input += 32
         # Not saved: the dummy goal comes from the config, so the state dict stays habitat's.
         dummy = config.dummy_goal or (0.0, 0.0)
         self.register_buffer("dummy_goal", torch.tensor([dummy], dtype=torch.float32), persistent=False)
         self.uses_dummy_goal = config.dummy_goal is not None
-        self.prev_action_embedding = nn.Embedding(config.num_actions + 1, 32)
+        self.prev_action_embedding = None if self.raw_goal else nn.Embedding(config.num_actions + 1, 32)
         self.state_encoder = RNNStateEncoder(
             rnn_input, config.hidden_size, config.num_recurrent_layers, config.rnn_type
         )
@@ -127,10 +134,13 @@ class PointNavNet(nn.Module):
             inputs.append(embedding)
         if self.map_encoder is not None:
             inputs.append(self.map_encoder(observations[SEEN_MAP]))
+        if self.raw_goal:
+            inputs.append(observations[GOAL_SENSOR].float())
         if self.tgt_embeding is not None:
             inputs.append(self.tgt_embeding(self._goal_vector(observations, masks.numel())))
-        start = torch.zeros_like(prev_actions)
-        inputs.append(self.prev_action_embedding(torch.where(masks, prev_actions + 1, start).flatten()))
+        if self.prev_action_embedding is not None:
+            start = torch.zeros_like(prev_actions)
+            inputs.append(self.prev_action_embedding(torch.where(masks, prev_actions + 1, start).flatten()))
         x = torch.cat(inputs, dim=1).view(*masks.shape, -1)
         return (*self.state_encoder(x, hidden, masks), embedding)
 

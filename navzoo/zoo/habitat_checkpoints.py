@@ -5,6 +5,12 @@ are read with `torch.load(weights_only=True)` (anything that needs code to unpic
 architecture is read off the tensor shapes (or taken from a zoo entry), and the weights are written as
 config.json + model.safetensors. The reverse direction writes the same layout back, which
 habitat-baselines loads into PointNavResNetPolicy with its usual `actor_critic.` stripping.
+
+Policies of `PolicyConfig.net="baseline"` are habitat-baselines' PointNavBaselinePolicy (SimpleCNN and one
+GRU layer), whose names differ from navzoo's in two places: the SimpleCNN's convolutions sit under
+`net.visual_encoder.cnn` with the Linear layer as its seventh module (navzoo: `net.visual_fc`), and it
+concatenates RGB before depth (navzoo: depth first), so an RGB-D first convolution has its input channels
+reordered. `habitat_overrides` gives the habitat-baselines config settings that build the same policy.
 """
 
 from __future__ import annotations
@@ -17,7 +23,10 @@ import torch
 
 from navzoo.errors import NavzooError, UnsafeCheckpointError, WeightsFormatError
 from navzoo.models import ModelMetadata, PointNavPolicy, PolicyConfig
+from navzoo.models.configuration import SENSOR_CHANNELS, VISUAL_SENSORS
 from navzoo.models.resnet import SPECS
+from navzoo.models.simple_cnn import LAYERS as SIMPLE_CNN_LAYERS
+from navzoo.models.simple_cnn import SimpleCNN
 from navzoo.models.weights import check_state_dict, save_pretrained
 from navzoo.names import GOAL_SENSOR, SEEN_MAP
 from navzoo.storage.torch_files import load_weights_only
@@ -28,6 +37,15 @@ PREFIX = "actor_critic."
 TRAINING_ONLY = ("aux_loss_modules.",)
 BACKBONE = "net.visual_encoder.backbone."
 SENSORS_BY_CHANNELS = {1: ("depth",), 3: ("rgb",), 4: ("depth", "rgb")}
+# PointNavBaselinePolicy's SimpleCNN names -> navzoo's (its Linear layer is navzoo's visual_fc).
+BASELINE_NAMES = {
+    **{f"net.visual_encoder.cnn.{i}.": f"net.visual_encoder.backbone.cnn.{i}." for i in (0, 2, 4)},
+    "net.visual_encoder.cnn.6.": "net.visual_fc.1.",
+}
+BASELINE_FIRST_CONV = "net.visual_encoder.cnn.0.weight"
+GOAL_INPUTS = 2  # the GPS+Compass reading PointNavBaselineNet feeds its GRU: (rho, phi)
+SIMPLE_CNN_CHANNELS = SIMPLE_CNN_LAYERS[-1][0]
+MAX_INFERRED_SIDE = 1024
 
 
 def read_habitat_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
@@ -71,7 +89,7 @@ def infer_config(state: dict[str, torch.Tensor]) -> PolicyConfig:
     if rnn.format(0) not in state or "action_distribution.linear.weight" not in state:
         raise WeightsFormatError(
             "these tensors are not a PointNav policy (no net.state_encoder.rnn or action_distribution); "
-            "navzoo converts habitat-baselines PointNavResNetPolicy checkpoints"
+            "navzoo converts habitat-baselines PointNavResNetPolicy and PointNavBaselinePolicy checkpoints"
         )
     w_hh = state[rnn.format(0)]
     hidden = w_hh.shape[1]
@@ -81,6 +99,8 @@ def infer_config(state: dict[str, torch.Tensor]) -> PolicyConfig:
         "num_recurrent_layers": sum(1 for i in range(16) if rnn.format(i) in state),
         "num_actions": state["action_distribution.linear.weight"].shape[0],
     }
+    if "net.prev_action_embedding.weight" not in state:
+        return _infer_baseline_config(state, common)
     goal = (GOAL_SENSOR,) if "net.tgt_embeding.weight" in state else ()
     if not any(k.startswith(BACKBONE) for k in state):
         return PolicyConfig(backbone=None, sensors=goal, resolution=None, **common)
@@ -106,6 +126,40 @@ def infer_config(state: dict[str, torch.Tensor]) -> PolicyConfig:
         normalize_visual_inputs="net.visual_encoder.running_mean_and_var._mean" in state,
         **common,
     )
+
+
+def _infer_baseline_config(state: dict[str, torch.Tensor], common: dict[str, Any]) -> PolicyConfig:
+    """A PointNavBaselinePolicy's architecture: no previous-action embedding, a SimpleCNN or none."""
+    if BASELINE_FIRST_CONV not in state:
+        if state["net.state_encoder.rnn.weight_ih_l0"].shape[1] != GOAL_INPUTS:
+            raise WeightsFormatError(
+                "these tensors have no previous-action embedding and no SimpleCNN, and their recurrent "
+                "input is not the GPS+Compass reading alone: not a PointNav policy navzoo knows"
+            )
+        return PolicyConfig(backbone=None, sensors=(GOAL_SENSOR,), resolution=None, net="baseline", **common)
+    channels = state[BASELINE_FIRST_CONV].shape[1]
+    sensors = SENSORS_BY_CHANNELS.get(channels)
+    if sensors is None:
+        raise WeightsFormatError(
+            f"the SimpleCNN takes {channels} input channels; navzoo knows 1 (depth), 3 (rgb), 4"
+        )
+    side = _simple_cnn_side(state["net.visual_encoder.cnn.6.weight"].shape[1] // SIMPLE_CNN_CHANNELS)
+    return PolicyConfig(
+        backbone="simple_cnn",
+        sensors=(*sensors, GOAL_SENSOR),
+        resolution=(side, side),
+        net="baseline",
+        **common,
+    )
+
+
+def _simple_cnn_side(cells: int) -> int:
+    """The square input size whose SimpleCNN feature map has `cells` cells: a multiple of 32 where one
+    fits (64, 128, 256, as habitat's sensors are set), else the smallest that fits."""
+    sides = [s for s in range(36, MAX_INFERRED_SIDE) if math.prod(SimpleCNN.output_size((s, s))) == cells]
+    if not sides:
+        raise WeightsFormatError(f"no square image gives a SimpleCNN feature map of {cells} cells")
+    return next((s for s in sides if s % 32 == 0), sides[0])
 
 
 def _habitat_backbone(state: dict[str, torch.Tensor]) -> str:
@@ -155,6 +209,8 @@ def habitat_to_policy(
             provenance={"original_file": path.name, "converted_from": "habitat-baselines checkpoint"}
         )
     policy = PointNavPolicy(config.replace(metadata=metadata))
+    if config.net == "baseline":
+        state = _from_baseline_names(state, config)
     check_state_dict(policy, state, str(path))
     policy.load_state_dict(state, strict=True)
     return policy.eval()
@@ -172,23 +228,94 @@ def convert_habitat_checkpoint(
 
 
 def policy_to_habitat_state_dict(policy: PointNavPolicy) -> dict[str, torch.Tensor]:
-    """`actor_critic.`-prefixed tensors that habitat-baselines' PointNavResNetPolicy loads strictly."""
-    if policy.config.family not in ("habitat", "blind"):
+    """`actor_critic.`-prefixed tensors that habitat-baselines' PointNavResNetPolicy (or, for
+    net="baseline", PointNavBaselinePolicy) loads strictly."""
+    config = policy.config
+    if config.has_seen_map:
         raise NavzooError(
-            f"backbone {policy.config.backbone!r} has no habitat-baselines counterpart; only "
-            f"{', '.join(SPECS)} and blind policies can be exported"
+            f"the policy reads the {SEEN_MAP} sensor, which habitat-baselines' policies have no input for; "
+            "only policies of cameras and GPS+Compass can be exported"
         )
-    if policy.config.has_seen_map:
+    if config.net == "resnet" and config.family not in ("habitat", "blind"):
         raise NavzooError(
-            f"the policy reads the {SEEN_MAP} sensor, which habitat-baselines' PointNavResNetPolicy has no "
-            "input for; only policies of cameras and GPS+Compass can be exported"
+            f"backbone {config.backbone!r} with net='resnet' has no habitat-baselines counterpart: "
+            f"PointNavResNetPolicy has the ResNets {', '.join(SPECS)}; a simple_cnn policy trained with "
+            "policy.net=baseline exports as PointNavBaselinePolicy"
         )
-    return {PREFIX + k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
+    state = {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
+    if config.net == "baseline":
+        state = _to_baseline_names(state, config)
+    return {PREFIX + k: v for k, v in state.items()}
 
 
-def export_habitat_checkpoint(src: PointNavPolicy | str | Path, dst: str | Path) -> Path:
-    """Write a navzoo policy (or folder) as a habitat-baselines checkpoint {'state_dict': ...}."""
-    policy = src if isinstance(src, PointNavPolicy) else PointNavPolicy.from_folder(src)
+def _to_baseline_names(state: dict[str, torch.Tensor], config: PolicyConfig) -> dict[str, torch.Tensor]:
+    to_habitat = {ours: theirs for theirs, ours in BASELINE_NAMES.items()}
+    renamed = {_renamed(k, to_habitat): v for k, v in state.items()}
+    if BASELINE_FIRST_CONV in renamed:
+        renamed[BASELINE_FIRST_CONV] = renamed[BASELINE_FIRST_CONV][:, _channel_order(config)]
+    return renamed
+
+
+def _from_baseline_names(state: dict[str, torch.Tensor], config: PolicyConfig) -> dict[str, torch.Tensor]:
+    state = dict(state)
+    if BASELINE_FIRST_CONV in state:
+        inverse = torch.argsort(torch.tensor(_channel_order(config)))
+        state[BASELINE_FIRST_CONV] = state[BASELINE_FIRST_CONV][:, inverse]
+    return {_renamed(k, BASELINE_NAMES): v for k, v in state.items()}
+
+
+def _renamed(name: str, prefixes: dict[str, str]) -> str:
+    for old, new in prefixes.items():
+        if name.startswith(old):
+            return new + name[len(old) :]
+    return name
+
+
+def _channel_order(config: PolicyConfig) -> list[int]:
+    """navzoo's input channels (depth, then RGB) in the order habitat's SimpleCNN stacks them (RGB, then
+    depth)."""
+    channels, start = {}, 0
+    for sensor in config.visual_sensors:
+        width = SENSOR_CHANNELS[sensor]
+        channels[sensor] = list(range(start, start + width))
+        start += width
+    return [c for sensor in ("rgb", "depth") for c in channels.get(sensor, [])]
+
+
+def habitat_overrides(config: PolicyConfig) -> list[str]:
+    """habitat-baselines config overrides (Hydra syntax) that build the policy this architecture exports to,
+    with the cameras it reads at the size it was trained at (the other sensor settings are habitat's
+    defaults, as navzoo's are)."""
+    if config.net == "baseline":
+        overrides = ["habitat_baselines.rl.policy.main_agent.name=PointNavBaselinePolicy"]
+    else:
+        overrides = [
+            "habitat_baselines.rl.policy.main_agent.name=PointNavResNetPolicy",
+            f"habitat_baselines.rl.ddppo.backbone={config.backbone or 'resnet50'}",
+            f"habitat_baselines.rl.ddppo.rnn_type={config.rnn_type}",
+            f"habitat_baselines.rl.ddppo.num_recurrent_layers={config.num_recurrent_layers}",
+        ]
+    overrides.append(f"habitat_baselines.rl.ppo.hidden_size={config.hidden_size}")
+    # habitat's PointNav benchmarks give the agent RGB and depth: the cameras the policy lacks are deleted
+    # (Hydra's ~), as its observation space decides which encoders habitat builds.
+    for sensor in VISUAL_SENSORS:
+        prefix = f"habitat.simulator.agents.main_agent.sim_sensors.{sensor}_sensor"
+        if sensor not in config.visual_sensors:
+            overrides.append(f"~{prefix}")
+        elif config.resolution is not None:
+            height, width = config.resolution
+            overrides += [f"{prefix}.height={height}", f"{prefix}.width={width}"]
+    return overrides
+
+
+def export_habitat_checkpoint(src: torch.nn.Module | str | Path, dst: str | Path) -> Path:
+    """Write a navzoo PointGoal policy (or its folder) as a habitat-baselines checkpoint."""
+    policy = PointNavPolicy.from_folder(src) if isinstance(src, (str, Path)) else src
+    if not isinstance(policy, PointNavPolicy):
+        raise NavzooError(
+            f"{type(policy).__name__} has no habitat-baselines counterpart; only PointGoal policies "
+            "(PointNavPolicy) export to habitat"
+        )
     dst = Path(dst)
     dst.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"state_dict": policy_to_habitat_state_dict(policy)}, dst)

@@ -239,7 +239,7 @@ def test_a_model_folder_written_before_models_had_a_task_loads(tmp_path):
     # Saved again: the same layout, with the fields added since.
     again = json.loads((save_pretrained(loaded, tmp_path / "again") / CONFIG_NAME).read_text())
     # Saved again, it gains the fields added since, at their defaults.
-    added = {"dummy_goal": None, "seen_map_size": None, "seen_map_cell": None}
+    added = {"net": "resnet", "dummy_goal": None, "seen_map_size": None, "seen_map_cell": None}
     assert again == {**old, "task": "pointnav", "architecture": {**old["architecture"], **added}}
 
 
