@@ -1,4 +1,5 @@
 """The Gradio replay app: run a baseline or a model on an episode (or open saved replays), then play it back.
+Episodes come from navzoo's splits or from a habitat episodes file, on navzoo's scenes or scanned meshes.
 
 `Demo` holds what the page's events call, as plain methods and functions that tests call directly;
 `build_app` lays out the page and wires the events (each with an api_name, so gradio_client can call them);
@@ -22,15 +23,15 @@ import gradio as gr
 import numpy as np
 
 from navzoo.agents.baselines import BASELINES
-from navzoo.demo.episodes import TASKS, AgentEntry, load_agent, run_episode
+from navzoo.demo.episodes import TASKS, AgentEntry, file_episodes, load_agent, run_episode
 from navzoo.demo.fetches import Fetches
-from navzoo.demo.sources import MAX_REPLAY_BYTES, Sources, open_bounded
+from navzoo.demo.sources import MAX_REPLAY_BYTES, Sources
 from navzoo.errors import NavzooError, ReplayError
 from navzoo.evaluation import unique_labels
 from navzoo.evaluation.replay import Replay
 from navzoo.evaluation.replay_view import BACKGROUND, ReplayView, summary_line
 from navzoo.names import ACTION_MODES
-from navzoo.sim.config import SPLITS
+from navzoo.sim.config import SPLITS, SimConfig
 from navzoo.tasks import get_task
 
 log = logging.getLogger(__name__)
@@ -66,10 +67,24 @@ CSS = """
 class Demo:
     """What the page does, without the page: load agents, run episodes, open replays."""
 
-    def __init__(self, models=(), replays=(), device: str = "cpu", fetch_wait: float | None = None):
+    def __init__(
+        self,
+        models=(),
+        replays=(),
+        device: str = "cpu",
+        fetch_wait: float | None = None,
+        *,
+        scenes_dir=None,
+        scene_dataset=None,
+        episodes_file=None,
+    ):
         """`fetch_wait`: seconds a run waits for a zoo model to download before it answers that the model
-        is still downloading (None: until the download is done)."""
-        self.sources = Sources.from_folders(models, replays)
+        is still downloading (None: until the download is done). `episodes_file`: the habitat PointNav
+        episodes to run instead of a split's, on the scanned meshes of `scenes_dir` (oriented by
+        `scene_dataset`) where given; replays on scanned meshes open with `scenes_dir` alone."""
+        self.sources = Sources.from_folders(models, replays, scenes_dir, scene_dataset, episodes_file)
+        if self.sources.episodes_file is not None:  # read now: a bad file is refused before serving
+            file_episodes(SimConfig(split="val", num_envs=1, **self.sources.episode_fields()))
         self.device = device
         self.fetch_wait = fetch_wait
         self._policies: OrderedDict = OrderedDict()
@@ -124,7 +139,8 @@ class Demo:
         """Run one or two agents on the same episode; a view of each."""
         chosen = [c for c in (model, second) if c] or [model]  # nothing chosen: load_agent says so
         agents = unique_labels([self.load_agent(c) for c in chosen])
-        replays = [run_episode(a, task, split, episode, seed, mode, self.device) for a in agents]
+        fields = self.sources.episode_fields()
+        replays = [run_episode(a, task, split, episode, seed, mode, self.device, **fields) for a in agents]
         return [_view(r, self.device) for r in replays]
 
     def open(
@@ -134,7 +150,7 @@ class Demo:
         refused past the demo's bounds before anything is rendered."""
         replays = []
         if upload:  # gradio only hands over files that were uploaded to it, kept in its own cache
-            replays.append(open_bounded(Path(upload), f"the uploaded {Path(upload).name}"))
+            replays.append(self.sources.open_file(Path(upload), f"the uploaded {Path(upload).name}"))
         replays += [self.sources.open_replay(c) for c in (replay, second) if c]
         if not replays:
             raise ReplayError("no replay chosen: pick a replay file or upload one (.replay.json.gz)")
@@ -240,7 +256,7 @@ def metrics_markdown(views: list[ReplayView]) -> str:
 
     row("task", [v.task for v in views])
     row("episode", [f"{v.replay.sim_config.split} #{v.replay.episode_index}" for v in views])
-    row("scene", [v.replay.episode.scene_id for v in views])
+    row("scene", [v.replay.scene_name for v in views])
     headlines = dict.fromkeys(row for v in views for row in get_task(v.task).headline)
     for key, name, fmt in (*headlines, *MOTION_ROWS):
         values = [v.replay.metrics.get(key) for v in views]
@@ -270,15 +286,28 @@ def titles(views: list[ReplayView]) -> list[str]:
 
 
 # --- the page ---------------------------------------------------------------------------------------
-def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
-    """The demo page for the model folders under `models` and the replay files under `replays`."""
-    demo = Demo(models, replays, device, fetch_wait=FETCH_WAIT_S)
+def build_app(
+    models=(), replays=(), device: str = "cpu", *, scenes_dir=None, scene_dataset=None, episodes_file=None
+) -> gr.Blocks:
+    """The demo page for the model folders under `models` and the replay files under `replays`, running
+    the episodes of `episodes_file` (on the scanned meshes of `scenes_dir`) where given (Demo)."""
+    demo = Demo(
+        models,
+        replays,
+        device,
+        fetch_wait=FETCH_WAIT_S,
+        scenes_dir=scenes_dir,
+        scene_dataset=scene_dataset,
+        episodes_file=episodes_file,
+    )
     model_choices, replay_choices = demo.model_choices(), demo.replay_choices()
+    episodes = demo.sources.episodes_file
     with gr.Blocks(title="navzoo demo", analytics_enabled=False, delete_cache=(600, 3600)) as app:
         gr.Markdown(
             "# navzoo: watch an agent navigate\nPick an agent, a task and an episode, or open a saved replay "
             "(`navzoo eval --replays K`). The map shows the shortest path (green), the trajectory so far "
             "(dark to bright) and the agent (black); the goal is red, the start blue."
+            + ("" if episodes is None else f"\n\nEpisodes: `{episodes.name}`.")
         )
         views = gr.State(None)  # this page's ReplayViews: each renders a step when it is shown
         playing = gr.State(False)
@@ -301,7 +330,8 @@ def build_app(models=(), replays=(), device: str = "cpu") -> gr.Blocks:
                 refresh = gr.Button("Rescan folders", scale=0)
             with gr.Row():
                 task = gr.Radio(list(TASKS), value="PointGoal", label="task")
-                split = gr.Radio(list(SPLITS), value="val", label="split")
+                # An episodes file's episodes are the same whatever the split.
+                split = gr.Radio(list(SPLITS), value="val", label="split", visible=episodes is None)
                 episode = gr.Number(
                     0, precision=0, label="episode (empty: picked by the seed)", elem_id="episode"
                 )

@@ -2,7 +2,13 @@
 
 import os
 
-from navzoo.cli.options import add_device_option, add_threads_option, resolve_device, set_threads
+from navzoo.cli.options import (
+    add_device_option,
+    add_episode_options,
+    add_threads_option,
+    resolve_device,
+    set_threads,
+)
 from navzoo.errors import ConfigError
 
 
@@ -13,7 +19,9 @@ def register(subparsers) -> None:
         description="Serve a Gradio app on this machine (no internet needed): run a baseline or a model on "
         "an episode of PointGoal, Flee or Explore and play it back (top-down map, camera views, actions, "
         "values and rewards), two agents side by side, or open replays saved by `navzoo eval --replays K`. "
-        "The app reads model folders and replay files only under the folders given here.",
+        "The app reads model folders and replay files only under the folders given here. With "
+        "--episodes-file it runs that file's episodes (with --scenes-dir on its scanned meshes); "
+        "--scenes-dir is also where it looks for the meshes of replays recorded on scanned meshes.",
     )
     parser.add_argument(
         "--models",
@@ -31,6 +39,7 @@ def register(subparsers) -> None:
         help="folder holding replay files (*.replay.json.gz, e.g. runs/eval/replays); repeatable "
         "(default: none)",
     )
+    add_episode_options(parser)
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=7860, help="port (default 7860)")
     add_device_option(parser, "where the agents and the simulator run")
@@ -52,7 +61,14 @@ def _run(args) -> None:
     except ImportError as err:
         hint = f"an install with gradio: pip install 'navzoo[demo]' ({err})"
         raise ConfigError("demo", "navzoo demo", hint) from None
-    app = build_app(models=args.models, replays=args.replays, device=resolve_device(args.device))
+    app = build_app(
+        models=args.models,
+        replays=args.replays,
+        device=resolve_device(args.device),
+        scenes_dir=args.scenes_dir,
+        scene_dataset=args.scene_dataset,
+        episodes_file=args.episodes_file,
+    )
     try:
         launch(app, host=args.host, port=args.port)
     except OSError as err:  # gradio: the port is taken

@@ -3,15 +3,21 @@ first use: habitat's releases, Hub repositories), and model folders and replay f
 was started with. The page names those as <folder name>/<path inside it>, never by server path. Every path
 a page sends must resolve (symlinks followed) inside one of those folders, or it is refused.
 
+The demo may also have been started with a scenes folder (--scenes-dir, and --scene-dataset): replays of
+episodes on scanned meshes open only with one, their meshes looked for inside it, as a replay names them
+(habitat's scene datasets are often links to where the data lies, so links are not followed there), and with
+an episodes file (--episodes-file), whose episodes the page runs instead of a split's.
+
 It also bounds what the demo opens: a replay past MAX_STEPS, MAX_RESOLUTION or MAX_REPLAY_BYTES is refused
 before anything is built, since a few kilobytes of gzip can ask for gigabytes of pictures."""
 
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
-from navzoo.evaluation.replay import SUFFIX, Replay, load_replay
+from navzoo.evaluation.replay import SUFFIX, Replay, load_replay, relocate_replay
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME
 from navzoo.sim.config import SimConfig
 from navzoo.zoo.loader import list_models
@@ -24,14 +30,50 @@ MAX_RESOLUTION = 256  # camera side: the zoo's largest, and the size the page sh
 MAX_REPLAY_BYTES = 1 << 20  # JSON in a replay file: a 500-step replay of a learned policy is about 100 KB
 
 
+class EpisodeFields(TypedDict, total=False):
+    """SimConfig's fields of an episodes file the page runs, and of the scanned meshes of its episodes."""
+
+    episodes_file: str
+    scenes_dir: str | None
+    scene_dataset: str | None
+
+
 @dataclass(frozen=True)
 class Sources:
     models: tuple[Path, ...] = ()  # --models roots, resolved
     replays: tuple[Path, ...] = ()  # --replays roots, resolved
+    scenes_dir: Path | None = None  # --scenes-dir as given: the folder of scanned meshes
+    scene_dataset: Path | None = None  # --scene-dataset as given: the config that orients those meshes
+    episodes_file: Path | None = None  # --episodes-file as given: the episodes the page runs
 
     @classmethod
-    def from_folders(cls, models=(), replays=()) -> "Sources":
-        return cls(_roots(models, "--models"), _roots(replays, "--replays"))
+    def from_folders(
+        cls, models=(), replays=(), scenes_dir=None, scene_dataset=None, episodes_file=None
+    ) -> "Sources":
+        if scene_dataset is not None and scenes_dir is None:
+            raise ConfigError(
+                "--scene-dataset",
+                str(scene_dataset),
+                "a file given with --scenes-dir (it orients the meshes there)",
+            )
+        return cls(
+            _roots(models, "--models"),
+            _roots(replays, "--replays"),
+            _given(scenes_dir, "--scenes-dir", folder=True),
+            _given(scene_dataset, "--scene-dataset", folder=False),
+            _given(episodes_file, "--episodes-file", folder=False),
+        )
+
+    def episode_fields(self) -> EpisodeFields:
+        """SimConfig's episodes_file, scenes_dir and scene_dataset of the episodes the page runs: none
+        without an episodes file (the scenes folder then only holds the meshes of replays)."""
+        if self.episodes_file is None:
+            return {}
+        return {
+            "episodes_file": str(self.episodes_file),
+            "scenes_dir": None if self.scenes_dir is None else str(self.scenes_dir),
+            "scene_dataset": None if self.scene_dataset is None else str(self.scene_dataset),
+        }
 
     def zoo_models(self) -> list[str]:
         """Zoo entries with weights: shipped, cached, or fetched when first chosen."""
@@ -80,14 +122,36 @@ class Sources:
         return path
 
     def open_replay(self, text: str) -> Replay:
-        """The replay file `text` names, read within the demo's bounds."""
+        """The replay file `text` names, read within the demo's bounds (open_file)."""
         path = self.replay_file(text)
-        return open_bounded(path, _name(path, self.replays))
+        return self.open_file(path, _name(path, self.replays))
+
+    def open_file(self, path: Path, name: str) -> Replay:
+        """The replay at `path` (called `name` in messages), refused past the demo's bounds; one on scanned
+        meshes looks for them in the demo's scenes folder, and is refused without one."""
+        replay = open_bounded(path, name)
+        if not replay.on_meshes:
+            return replay
+        if self.scenes_dir is None:
+            raise ReplayError(
+                f"{name} was recorded on the scanned mesh {replay.scene_name}: start `navzoo demo "
+                "--scenes-dir DIR` with the folder of its scenes (habitat's data/scene_datasets) to open it"
+            )
+        if replay.sim_config.scene_dataset is not None and self.scene_dataset is None:
+            raise ReplayError(
+                f"{name} was recorded with the scene dataset config "
+                f"{Path(replay.sim_config.scene_dataset).name}, which orients its meshes: start `navzoo demo "
+                "--scenes-dir DIR --scene-dataset FILE` to open it"
+            )
+        return relocate_replay(replay, self.scenes_dir, self.scene_dataset, name)
 
     def relative(self, message: str) -> str:
         """`message` with every root written as the page names it (messages of the model loaders name
-        files by their full path)."""
+        files by their full path), and the scene and episode files by their names."""
         named = [*_names(self.models).items(), *_names(self.replays).items()]
+        named += [
+            (path, path.name) for path in (self.scenes_dir, self.scene_dataset, self.episodes_file) if path
+        ]
         for root, name in sorted(named, key=lambda item: -len(str(item[0]))):  # nested roots: inner first
             message = message.replace(str(root), name)
         return message
@@ -108,6 +172,17 @@ def _roots(folders, flag: str) -> tuple[Path, ...]:
             raise ConfigError(flag, str(folder), "an existing folder")
         roots.append(path)
     return tuple(dict.fromkeys(roots))
+
+
+def _given(path, flag: str, folder: bool) -> Path | None:
+    """An existing folder or file as given (`~` expanded): episodes on scanned meshes name their mesh by
+    its path, so the demo joins the scenes folder as `navzoo eval --scenes-dir` was given it."""
+    if path is None:
+        return None
+    given = Path(path).expanduser()
+    if not (given.is_dir() if folder else given.is_file()):
+        raise ConfigError(flag, str(path), f"an existing {'folder' if folder else 'file'}")
+    return given
 
 
 def _walk(roots: tuple[Path, ...]):

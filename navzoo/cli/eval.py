@@ -83,7 +83,7 @@ def _run(args) -> None:
         print()
         print(format_distance_table(result.summaries))
     out = Path(args.out)
-    replays = "" if args.scenes_dir is not None else f" and replays {out}/replays/<agent>/"
+    replays = f" and replays {out}/replays/<agent>/" if args.replays else ""
     print(
         f"\nwrote {', '.join(map(str, result.files))}, maps {out}/map-<agent>.png (episode "
         f"{args.map_episode}){replays}"

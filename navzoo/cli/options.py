@@ -21,10 +21,21 @@ def add_sim_arguments(parser: argparse.ArgumentParser, split: str = "val") -> No
         "--sensors", nargs="*", default=["depth"], choices=SENSORS, help="cameras (default depth)"
     )
     add_families_option(group)
-    group.add_argument("--episodes-file", default=None, help="habitat PointNav .json(.gz) episodes to run")
-    add_scene_options(group)
+    add_episode_options(group)
     add_device_option(group, "where the simulator and the models run")
     group.add_argument("--seed", type=int, default=0, help="seed of the sampled actions (default 0)")
+
+
+def add_episode_options(parser) -> None:
+    """--episodes-file, with --scenes-dir and --scene-dataset to run it on scanned meshes: every command that
+    runs an episodes file runs it on meshes too."""
+    parser.add_argument(
+        "--episodes-file",
+        default=None,
+        metavar="FILE",
+        help="habitat PointNav .json(.gz) episodes to run instead of the split's (default none)",
+    )
+    add_scene_options(parser)
 
 
 def add_scene_options(parser, prefix: str = "") -> None:

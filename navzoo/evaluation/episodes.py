@@ -10,12 +10,16 @@ replays one episode alone).
 
 An agent may also set ``last_value`` [N] (its value estimate of the observations it just acted on) and
 ``last_action_probs`` [N, A]; they are recorded per step next to the poses, actions and rewards (see
-navzoo.agents.policy_agent).
+navzoo.agents.policy_agent). On scanned meshes a pose includes the agent's floor height (habitat's y), which
+tells a building's storeys apart.
 Episodes 0..E-1 of the split are each counted once, whichever environment ran them.
 """
 
+from __future__ import annotations
+
 import inspect
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -24,10 +28,14 @@ from tqdm import tqdm
 from navzoo.agents.draws import episode_key
 from navzoo.errors import ConfigError
 from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.config import MOVE_FORWARD
 from navzoo.sim.episodes import Episode
 from navzoo.tasks import TASKS, get_task
 
-_TRAJECTORY_FIELDS = ("positions", "headings", "actions", "rewards", "values", "action_probs")
+if TYPE_CHECKING:  # the mesh stack (scipy, trimesh) is loaded by the simulator that has meshes
+    from navzoo.sim.scans.navmesh import NavMesh
+
+_TRAJECTORY_FIELDS = ("positions", "headings", "heights", "actions", "rewards", "values", "action_probs")
 _COUNTS = ("collisions", "num_steps", "visited_cells")  # EpisodeResult's integer metrics
 
 
@@ -49,6 +57,9 @@ class EpisodeResult:
     rewards: np.ndarray  # [T], the reward of each action
     values: np.ndarray | None = None  # [T], the agent's value estimate before each action, if it has one
     action_probs: np.ndarray | None = None  # [T, A], the agent's action distribution, if it has one
+    # [T + 1] float64, the floor height (habitat's y) under the agent at each pose, on scanned meshes; None
+    # in navzoo's own one-storey scenes
+    heights: np.ndarray | None = None
     task: str = "pointnav"
     geodesic_distance: float | None = None  # PointGoal: geodesic distance from the start to the goal
     success: float | None = None
@@ -91,22 +102,60 @@ def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> 
         else:
             actions = agent.act(obs, first)
         value, probs = getattr(agent, "last_value", None), getattr(agent, "last_action_probs", None)
+        floors = _floors(sim)
         obs, rewards, done, info = sim.step(actions)
         ended = info.get("episode")
         end_pos = sim.pos if ended is None else torch.where(done[:, None], ended["position"], sim.pos)
         end_heading = sim.heading if ended is None else torch.where(done, ended["heading"], sim.heading)
-        trails.record(actions, rewards, end_pos, end_heading, value, probs)
+        end_floor = _floors_reached(sim, floors, torch.as_tensor(actions), done, end_pos, running)
+        trails.record(actions, rewards, end_pos, end_heading, end_floor, value, probs)
         if ended is not None:  # some episodes ended (BatchSim.step reports them only then)
             for i in torch.nonzero(done).squeeze(1).tolist():
                 index = int(running[i])
                 if index < num_episodes and index not in results:
                     results[index] = _result(sim, index, episodes[index], ended, i, trails.episode(i))
                     bar.update(1)
-            trails.restart(done, sim.pos, sim.heading)
+            trails.restart(done, sim.pos, sim.heading, _floors(sim))
             running = torch.where(done, sim.episode_index, running)
         first = done
     bar.close()
     return [results[i] for i in range(num_episodes)]
+
+
+def _floors(sim: BatchSim) -> torch.Tensor | None:
+    """The floor height (habitat's y) under each agent on scanned meshes; None in navzoo's own scenes."""
+    return None if sim.meshes is None else sim.meshes.height.clone()
+
+
+def _floors_reached(
+    sim: BatchSim,
+    before: torch.Tensor | None,
+    actions: torch.Tensor,
+    done: torch.Tensor,
+    end_pos: torch.Tensor,
+    running: torch.Tensor,
+) -> torch.Tensor | None:
+    """The floor height under each agent after a step, `before` being the one before it. Where an episode
+    ended, the simulator's agent already stands at its next start: a stop or a turn left it on the floor it
+    was on, and a last move (of a truncated episode) ended on a navmesh place in its end point's column."""
+    meshes = sim.meshes
+    if meshes is None or before is None:
+        return None
+    reached = meshes.height.clone()
+    ended = done.cpu()
+    reached[ended] = before[ended]
+    for env in torch.nonzero(ended & (actions.cpu() == MOVE_FORWARD)).flatten().tolist():
+        navmesh = meshes.scenes[int(meshes.episodes["slot"][running[env]])].navmesh
+        reached[env] = _floor_at(navmesh, end_pos[env].tolist(), float(before[env]))
+    return reached
+
+
+def _floor_at(navmesh: NavMesh, point: list[float], floor: float) -> float:
+    """The height of the place under floor point `point` (x, y) nearest to height `floor`: one step climbs
+    or drops far less than the agent's height, which parts the places of one column (a building's storeys)."""
+    column = navmesh.columns_of(np.array([[point[0], floor, -point[1]]]))[0]
+    heights = navmesh.y[navmesh.column == column] if column >= 0 else navmesh.y[:0]
+    return float(heights[np.argmin(np.abs(heights - floor))]) if len(heights) else floor
 
 
 class _Trajectories:
@@ -118,19 +167,27 @@ class _Trajectories:
         self.step = torch.zeros(n, dtype=torch.long, device=dev)
         self.positions = torch.zeros(limit + 1, n, 2, device=dev)
         self.headings = torch.zeros(limit + 1, n, device=dev)
+        # float64 on the CPU, as the mesh scene source keeps them; None in navzoo's own scenes
+        self.heights = None if sim.meshes is None else torch.zeros(limit + 1, n, dtype=torch.float64)
         self.actions = torch.zeros(limit, n, dtype=torch.long, device=dev)
         self.rewards = torch.zeros(limit, n, device=dev)
         self.values: torch.Tensor | None = None  # allocated once an agent reports values
         self.action_probs: torch.Tensor | None = None
-        self.restart(torch.ones(n, dtype=torch.bool, device=dev), sim.pos, sim.heading)
+        self.restart(torch.ones(n, dtype=torch.bool, device=dev), sim.pos, sim.heading, _floors(sim))
 
-    def restart(self, envs: torch.Tensor, pos: torch.Tensor, heading: torch.Tensor) -> None:
-        """Begin new episodes in the environments marked by the bool mask `envs`, at these poses."""
+    def restart(
+        self, envs: torch.Tensor, pos: torch.Tensor, heading: torch.Tensor, floor: torch.Tensor | None
+    ) -> None:
+        """Begin new episodes in the environments marked by the bool mask `envs`, at these poses (on meshes
+        on floor heights `floor`)."""
         self.step[envs] = 0
         self.positions[0, envs], self.headings[0, envs] = pos[envs], heading[envs]
+        if self.heights is not None and floor is not None:
+            self.heights[0, envs.cpu()] = floor[envs.cpu()]
 
-    def record(self, actions, rewards, pos, heading, value=None, action_probs=None) -> None:
-        """One step of every environment: its action, reward, the agent's outputs and the pose reached."""
+    def record(self, actions, rewards, pos, heading, floor, value=None, action_probs=None) -> None:
+        """One step of every environment: its action, reward, the agent's outputs and the pose reached (on
+        meshes with its floor height `floor`)."""
         step, envs = self.step, self.envs
         self.actions[step, envs], self.rewards[step, envs] = actions, rewards
         if value is not None:
@@ -144,6 +201,8 @@ class _Trajectories:
             self.action_probs[step, envs] = action_probs.to(self.action_probs.device, torch.float32)
         self.step += 1
         self.positions[self.step, envs], self.headings[self.step, envs] = pos, heading
+        if self.heights is not None and floor is not None:
+            self.heights[self.step.cpu(), envs.cpu()] = floor
 
     def episode(self, env: int) -> dict[str, np.ndarray | None]:
         """The finished episode of `env` as numpy arrays (EpisodeResult's trajectory fields)."""
@@ -155,6 +214,7 @@ class _Trajectories:
         return {
             "positions": take(self.positions, steps + 1),
             "headings": take(self.headings, steps + 1),
+            "heights": take(self.heights, steps + 1),
             "actions": take(self.actions, steps),
             "rewards": take(self.rewards, steps),
             "values": take(self.values, steps),

@@ -1,10 +1,11 @@
 """Pictures of a replay, step by step: the top-down map, the agent's camera views and one composed frame.
 
-`ReplayView(replay)` builds the scene, its navigation grid and the shortest path once; a step's camera
-views are re-rendered through `render_replay` when first shown (milliseconds), and the last few are kept.
-Step t is the pose before the agent's t-th action; step T (the episode length) is where the episode
-ended. The demo shows these pictures, and `frame()` images (constant, even size) can be encoded into a
-video.
+`ReplayView(replay)` builds a one-environment simulator of the replay's episode once (navzoo's scene or a
+scanned mesh, with its navigation grid or navmesh) and the shortest path; a step's camera views are
+re-rendered in it when first shown (milliseconds), and the last few are kept. Step t is the pose before the
+agent's t-th action; step T (the episode length) is where the episode ended. On scanned meshes the map shows
+the storey the agent is on at that step. The demo shows these pictures, and `frame()` images (constant, even
+size) can be encoded into a video.
 """
 
 import dataclasses
@@ -17,10 +18,10 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from navzoo.errors import ConfigError
-from navzoo.evaluation.replay import Replay, render_replay
-from navzoo.evaluation.topdown import draw_topdown, shortest_path
+from navzoo.evaluation.replay import Replay, observe_steps, replay_sim
+from navzoo.evaluation.scene_maps import maps_of_size
+from navzoo.evaluation.topdown import draw_episode
 from navzoo.sim.config import ACTION_NAMES
-from navzoo.sim.episodes import scene_assets
 from navzoo.tasks import get_task
 
 MAP_PIXELS = 640  # the longer side of the map image, roughly (whole pixels per scene cell)
@@ -39,18 +40,10 @@ class ReplayView:
     """Renders a replay's steps. Images are uint8 [H, W, 3]."""
 
     def __init__(self, replay: Replay, device: str = "cpu"):
+        """ReplayError if the replay's scanned mesh is missing (replay.check_scene_files)."""
         self.replay, self.device = replay, device
         config, episode = replay.sim_config, replay.episode
-        assets = scene_assets(episode.scene_id, config.agent_radius, config.min_geodesic, config.max_geodesic)
-        self.scene, self.nav = assets.scene, assets.nav
         self.task = config.task
-        # Only PointGoal has a goal to draw; Flee and Explore episodes reuse the start of a PointGoal one.
-        self.goal = episode.goal if get_task(self.task).has_goal else None
-        self.path = None
-        if self.goal is not None:
-            row, col = self.nav.cell_of(np.asarray(self.goal, dtype=np.float64))
-            self.path = shortest_path(self.nav, self.nav.distance_field(int(row), int(col)), episode.start)
-        self.cell_pixels = int(np.clip(MAP_PIXELS // max(self.scene.shape), 2, 12))
         self.blind = not config.sensors
         self._shown = replay
         if self.blind:
@@ -58,8 +51,17 @@ class ReplayView:
                 replay, sim_config=config.replace(sensors=("depth",), resolution=BLIND_VIEW)
             )
         self._names = [name for name in ("depth", "rgb") if name in self._shown.sim_config.sensors]
+        self._sim = replay_sim(self._shown, device=device)
+        self._maps = maps_of_size(self._sim, 0, MAP_PIXELS)
+        # Only PointGoal has a goal to draw; Flee and Explore episodes reuse the start of a PointGoal one.
+        self.goal = episode.goal if get_task(self.task).has_goal else None
+        self.path = None
+        if self.goal is not None:
+            field = int(self._sim.scenes.episodes["field"][0])  # the episode's distance field to its goal
+            self.path = self._maps.shortest_path(0, field, episode.start, self._floor(0))
         self._frames: OrderedDict[int, dict[str, np.ndarray]] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()  # a page's events may draw the same view at once
+        self._render_lock = threading.Lock()  # one simulator renders one step at a time
         self._cumulative = np.cumsum(np.asarray(replay.rewards, dtype=np.float64))
 
     @property
@@ -73,16 +75,19 @@ class ReplayView:
     def map_image(self, step: int) -> np.ndarray:
         """The scene from above: shortest path, the trajectory up to `step` and the pose at `step`."""
         t = self._check(step)
-        return draw_topdown(
-            self.scene,
-            self.nav,
+        return draw_episode(
+            self._maps.canvas(0, self._floor(t)),
             self.replay.positions[: t + 1],
             self.goal,
             self.path,
             self.replay.headings[: t + 1],
-            cell_pixels=self.cell_pixels,
             success_radius=self.replay.sim_config.success_distance,
         )
+
+    def _floor(self, t: int) -> float:
+        """The floor height under the agent at step t (scanned meshes; 0 in navzoo's one-storey scenes)."""
+        heights = self.replay.heights
+        return 0.0 if heights is None else float(heights[t])
 
     def observation_images(self, step: int) -> dict[str, np.ndarray]:
         """The camera views at `step` by sensor name (depth colour-mapped), upscaled to about VIEW_PIXELS."""
@@ -103,7 +108,8 @@ class ReplayView:
             if t in self._frames:
                 self._frames.move_to_end(t)
                 return self._frames[t]
-        rendered = render_replay(self._shown, [t], device=self.device)
+        with self._render_lock:
+            rendered = observe_steps(self._sim, self._shown, [t])
         frames = {name: _colour(name, rendered[name][0].cpu().numpy()) for name in self._names}
         with self._lock:
             self._frames[t] = frames

@@ -155,7 +155,7 @@ def run(
     split, actions `mode` ("sampled" or "deterministic"). `task` defaults to the first model's task
     (PointGoal for baselines). With `out`, write eval.json, maps (episode `map_episode`), replays of the
     first `replays` episodes and, for a task with a goal, spl_by_distance.png there. With `scenes_dir`, the
-    episodes file's scenes are scanned meshes (SimConfig.scenes_dir), whose episodes get no replays."""
+    episodes file's scenes are scanned meshes (SimConfig.scenes_dir), oriented by `scene_dataset`."""
     _check_counts(episodes, replays, map_episode)
     sources = list(agents) or list(default_agents(task or "pointnav"))
     loaded = unique_labels([a if isinstance(a, AgentEntry) else load_agent(a, device) for a in sources])
@@ -167,12 +167,6 @@ def run(
     configs = [sim_config_for(agent, task, split, **cameras, **shared) for agent in loaded]
     if progress:
         print(f"{get_task(task).label}, split {split}, {episodes} episodes", flush=True)
-    if scenes_dir is not None and replays:
-        if progress:
-            print(
-                f"note: no replays of scanned-mesh episodes (scenes_dir) yet; {replays} not saved", flush=True
-            )
-        replays = 0
     out = Path(out) if out is not None else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -49,6 +49,16 @@ def scene_maps(sim: BatchSim, cell_pixels: int = 6) -> SceneMaps:
     return MeshMaps(sim.meshes, cell_pixels / CELL_SIZE)
 
 
+def maps_of_size(sim: BatchSim, slot: int, pixels: int) -> SceneMaps:
+    """The maps of `sim`'s scenes at the scale that draws the scene in `slot` about `pixels` wide or high,
+    whichever is longer (navzoo's scenes at 2 to 12 whole pixels per scene cell)."""
+    if sim.meshes is None:
+        shape = sim.pool.assets[slot].scene.shape
+        return GridMaps(sim.pool, int(np.clip(pixels // max(shape), 2, 12)))
+    navmesh = sim.meshes.scenes[slot].navmesh
+    return MeshMaps(sim.meshes, pixels / (max(navmesh.shape) * navmesh.cell))
+
+
 class GridMaps:
     """Maps of navzoo's own scenes: their height grids, the navigable cells tinted."""
 

@@ -16,7 +16,7 @@ import navzoo.evaluation.replay
 from navzoo.agents.baselines import BASELINES, make_baseline
 from navzoo.errors import ConfigError, ReplayError, UnknownModelError
 from navzoo.evaluation import evaluate
-from navzoo.evaluation.replay import load_replay, make_replay, render_replay, save_replay
+from navzoo.evaluation.replay import load_replay, make_replay, observe_steps, render_replay, save_replay
 from navzoo.models.weights import save_pretrained
 from navzoo.sim import BatchSim, SimConfig
 from tests.support import free_port
@@ -142,11 +142,11 @@ def test_steps_are_rendered_when_shown_and_few_are_kept(folders, monkeypatch):
     replay = load_replay(folders["replay"])
     calls = []
 
-    def counted(shown, steps, device="cpu"):
+    def counted(sim, shown, steps):
         calls.append(list(steps))
-        return render_replay(shown, steps, device)
+        return observe_steps(sim, shown, steps)
 
-    monkeypatch.setattr(navzoo.evaluation.replay_view, "render_replay", counted)
+    monkeypatch.setattr(navzoo.evaluation.replay_view, "observe_steps", counted)
     view = ReplayView(replay)
     assert calls == []  # nothing rendered up front
     first = view.observation_images(3)["depth"]
