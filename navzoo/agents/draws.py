@@ -1,20 +1,23 @@
 """Random draws keyed on an episode's identity, so an agent that samples takes the same actions in an episode
 whichever environment runs it, however many there are, and wherever the episode stands in its list.
 
-`episode_key` hashes an episode's scene_id and episode_id; `keyed_uniform` turns (seed, episode key, step)
-into one uniform draw. navzoo.evaluation passes the keys to agents that take them (`act(..., keys=)`).
+`episode_key` hashes an episode's scene (as its episode file names it) and episode_id; `keyed_uniform`
+turns (seed, episode key, step) into one uniform draw. navzoo.evaluation passes the keys to agents that
+take them (`act(..., keys=)`).
 """
 
 import torch
 
 from navzoo.sim.batch_sim import hash32
-from navzoo.sim.episodes import Episode
+from navzoo.sim.episodes import Episode, MeshEpisode
 from navzoo.sim.scenes import stable_seed
 
 
 def episode_key(episode: Episode) -> int:
-    """A 31-bit key of the episode's identity, the same in any episode list."""
-    return stable_seed("episode", episode.scene_id, episode.episode_id) & 0x7FFFFFFF
+    """A 31-bit key of the episode's identity, the same in any episode list and, for a scanned scene's
+    episode, wherever its scenes folder lies."""
+    scene = episode.dataset_scene_id if isinstance(episode, MeshEpisode) else episode.scene_id
+    return stable_seed("episode", scene, episode.episode_id) & 0x7FFFFFFF
 
 
 def keyed_uniform(seed: int, keys: torch.Tensor) -> torch.Tensor:

@@ -311,6 +311,7 @@ def _episode(data: dict, config: SimConfig) -> Episode:
         **{
             **fields,
             "scene_id": mesh_path(data["scene_id"], config.scenes_dir),
+            "dataset_scene_id": data.get("dataset_scene_id", data["scene_id"]),
             "start_position": _point(data["start_position"]),
             "goal_positions": tuple(_point(goal) for goal in data["goal_positions"]),
         }

@@ -50,10 +50,13 @@ class Episode:
 @dataclass(frozen=True)
 class MeshEpisode(Episode):
     """An episode in a scanned scene (SimConfig.scenes_dir): `scene_id` is the mesh's path, and habitat's
-    positions are kept in 3D (y up). `start`/`goal` are their floor points (x, -z), as for Episode."""
+    positions are kept in 3D (y up). `start`/`goal` are their floor points (x, -z), as for Episode.
+    `dataset_scene_id` is the scene as the episode file names it (without habitat's "data/scene_datasets/"),
+    the same on every machine, where `scene_id` depends on where the scenes folder lies."""
 
     start_position: tuple[float, float, float]
     goal_positions: tuple[tuple[float, float, float], ...]  # every goal; GPS+Compass shows the first
+    dataset_scene_id: str
 
 
 # habitat-lab strips this from a scene_id before joining it to scenes_dir (pointnav_dataset.py).
@@ -350,6 +353,7 @@ def _parse_episode(raw, index: int, path: Path, scenes_dir: str | None) -> Episo
             scene_id=_mesh_scene_id(raw["scene_id"], scenes_dir),
             start_position=(start[0], start[1], start[2]),
             goal_positions=_goal_positions(raw["goals"]),
+            dataset_scene_id=raw["scene_id"].removeprefix(HABITAT_SCENE_PREFIX),
             **fields,
         )
     except ValueError as exc:
