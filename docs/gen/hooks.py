@@ -4,7 +4,8 @@ the package for mkdocstrings.
 - The CLI and configuration references (docs/gen/reference.py) and the results index (docs/gen/results.py)
   are added to the site as generated files, never written into docs/, so they cannot go stale.
 - The tables of the hand-written results pages (docs/results/*.md) are results-table placeholders that
-  `on_page_markdown` replaces with tables generated from the result files (docs/gen/tables.py); a
+  `on_page_markdown` replaces with tables generated from the result files, and the numbers in their
+  sentences are inline result placeholders it replaces with one value of a file (docs/gen/tables.py); a
   placeholder naming a file, path or field that is not there fails the build.
 - The figures the benchmarks saved (benchmarks/results/**/*.png) are added as results/figures/<path>, so
   the results pages show them from where the README does, without a copy in docs/.

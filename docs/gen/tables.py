@@ -23,7 +23,25 @@ machine and the command, as the results index gives them) and the table. The opt
   `{curve[-1].metric}`), formatted with the spec after `:` or, without one, as the results index formats
   numbers; a list of paths shows each under its own name.
 
-A file, a path or a field that is not there fails the build with a message naming the page and the file.
+A single value in a sentence is an inline placeholder, `result:` instead of `results-table:`, replaced by the
+value alone (no caption: the page's table or text names the file):
+
+    Val SPL <!-- result: zoo/zoo_eval.json results.val.navzoo-pointnav-depth.spl :.3f --> on 300 episodes.
+
+- The short form is the file, a path to one value (no spaces) and, optionally, a format spec after `:`
+  (without one the value is formatted as the results index formats numbers).
+- The long form is YAML: a `value` template, as a table's column, and the table's `rows`, `select`, `where`,
+  `last` and `pivot`, which must leave exactly one row; with none of them the row is the whole file:
+
+      <!-- result: sim_throughput-cpu.json {rows: results.rows, value: "{fps:,.0f}",
+           where: {renderer: numba, threads: 2, envs: 256, sensor: depth, resolution: 64}} -->
+
+Paths are dotted (`results.val`). In brackets: a key of a mapping, also one that holds dots (`ratios[0.5]`,
+`runs/x[ckpt-000000200.pt]`); otherwise a number, an item of a list or the n-th entry of a mapping in the
+file's order (`curve[-1]`, `runs/depth-ks01[-1]`: a run's last checkpoint).
+
+A file, a path or a field that is not there, or an inline placeholder that leaves no row or several, fails
+the build with a message naming the page and the file.
 """
 
 from __future__ import annotations
@@ -42,7 +60,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # results.py, also whe
 from results import RESULTS, _cell, command_for, describe_machine, file_date
 
 PLACEHOLDER = re.compile(r"<!--\s*results-table:\s*(?P<file>\S+)(?P<options>.*?)-->", re.DOTALL)
-OPTIONS = {"rows", "select", "where", "last", "pivot", "columns"}
+INLINE = re.compile(r"<!--\s*result:\s*(?P<file>\S+)(?P<options>.*?)-->", re.DOTALL)
+SHORT = re.compile(r"\s*(?P<path>[^\s:{][^\s:]*)\s*(?::(?P<spec>\S*))?\s*")  # PATH [:SPEC]
+ROW_OPTIONS = {"rows", "select", "where", "last", "pivot"}
+OPTIONS = ROW_OPTIONS | {"columns"}
+INLINE_OPTIONS = ROW_OPTIONS | {"value"}
 
 
 class TableError(ValueError):
@@ -50,28 +72,27 @@ class TableError(ValueError):
 
 
 def render_placeholders(markdown: str, page: str, results: Path = RESULTS) -> str:
-    """`markdown` with every results-table placeholder replaced by its caption and table."""
+    """`markdown` with every results-table placeholder replaced by its caption and table, and every inline
+    result placeholder by its value."""
 
-    def replace(match: re.Match) -> str:
+    def table(match: re.Match) -> str:
         try:
             return "\n".join(render_table(match["file"], match["options"], results))
         except TableError as error:
             raise TableError(f"{page}: results-table {match['file']}: {error}") from None
 
-    return PLACEHOLDER.sub(replace, markdown)
+    def value(match: re.Match) -> str:
+        try:
+            return render_value(match["file"], match["options"], results)
+        except TableError as error:
+            raise TableError(f"{page}: result {match['file']}: {error}") from None
+
+    return INLINE.sub(value, PLACEHOLDER.sub(table, markdown))
 
 
 def render_table(name: str, options_text: str, results: Path = RESULTS) -> list[str]:
-    path = results / name
-    if not path.is_file():
-        raise TableError(f"no result file benchmarks/results/{name}")
-    try:
-        options = yaml.safe_load(options_text) or {}
-    except yaml.YAMLError as error:
-        raise TableError(f"its options are not YAML: {error}") from None
-    if not isinstance(options, dict) or not set(options) <= OPTIONS or "columns" not in options:
-        raise TableError(f"its options must be a mapping with `columns`, of {sorted(OPTIONS)}")
-    data = json.loads(path.read_text())
+    path, data = load(name, results)
+    options = parse_options(options_text, OPTIONS, "columns")
     rows = select_rows(data, options)
     if not rows:
         raise TableError("no row matches the placeholder")
@@ -84,6 +105,42 @@ def render_table(name: str, options_text: str, results: Path = RESULTS) -> list[
     for row in rows:
         lines.append("| " + " | ".join(fill(str(t), row) for t in columns.values()) + " |")
     return [*lines, ""]
+
+
+def render_value(name: str, options_text: str, results: Path = RESULTS) -> str:
+    """The one value an inline placeholder asks for, formatted: `PATH [:SPEC]`, or the options of a table
+    with a `value` template that must leave exactly one row."""
+    _, data = load(name, results)
+    short = SHORT.fullmatch(options_text)
+    if short:
+        found = lookup(data, short["path"])
+        if isinstance(found, dict | list):
+            raise TableError(f"`{short['path']}` is not a single value")
+        text = _Formatter().format_field(found, short["spec"] or "")
+    else:
+        options = parse_options(options_text, INLINE_OPTIONS, "value")
+        rows = select_rows(data, options) if set(options) & ROW_OPTIONS else [data]
+        if len(rows) != 1:
+            raise TableError(f"the placeholder leaves {len(rows)} rows, not one")
+        text = _Formatter().vformat(str(options["value"]), (), {"row": rows[0]})
+    return " ".join(text.split()).replace("<", "&lt;")
+
+
+def load(name: str, results: Path = RESULTS) -> tuple[Path, Any]:
+    path = results / name
+    if not path.is_file():
+        raise TableError(f"no result file benchmarks/results/{name}")
+    return path, json.loads(path.read_text())
+
+
+def parse_options(text: str, allowed: set[str], required: str) -> dict:
+    try:
+        options = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        raise TableError(f"its options are not YAML: {error}") from None
+    if not isinstance(options, dict) or not set(options) <= allowed or required not in options:
+        raise TableError(f"its options must be a mapping with `{required}`, of {sorted(allowed)}")
+    return options
 
 
 def caption(path: Path, data: Any, results: Path = RESULTS) -> str:
@@ -159,11 +216,16 @@ def fill(template: str, row: dict) -> str:
 
 
 def lookup(value: Any, path: str) -> Any:
-    """The value at a dotted path with list indexes: `results.rows`, `curve[-1].metric`."""
-    for part in (p for p in re.split(r"\.|(?=\[)", path) if p):
+    """The value at a dotted path with items in brackets: `results.rows`, `curve[-1].metric`; in brackets a
+    mapping's key (`ratios[0.5]`), or else its n-th entry (`runs/a[-1]`)."""
+    for part in re.findall(r"\[[^\]]*\]|[^.\[\]]+", path):
         if part.startswith("["):
+            inner = part[1:-1]
+            if isinstance(value, dict) and inner in value:
+                value = value[inner]
+                continue
             try:
-                value = value[int(part[1:-1])]
+                value = (list(value.values()) if isinstance(value, dict) else value)[int(inner)]
             except (ValueError, IndexError, TypeError, KeyError):
                 raise TableError(f"no item {part} at `{path}`") from None
         elif isinstance(value, dict) and part in value:

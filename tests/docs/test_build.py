@@ -82,7 +82,8 @@ def test_results_tables_come_from_every_json_file(tmp_path):
 
 
 def test_the_results_pages_tables_are_generated_from_the_result_files(built_site):
-    """No placeholder is left, each generated table names its file, and the pages hold no hand-made table."""
+    """No placeholder is left, each generated table names its file, the pages hold no hand-made table, and
+    the numbers of their sentences are the files' values."""
     for page in RESULT_PAGES:
         source = (DOCS / f"{page}.md").read_text()
         assert "results-table:" in source, page
@@ -91,10 +92,14 @@ def test_the_results_pages_tables_are_generated_from_the_result_files(built_site
         )
         html = (built_site / page / "index.html").read_text()
         assert "results-table" not in html and "<table>" in html, page
+        assert "<!-- result:" not in html, f"{page}: an inline placeholder is left"
         assert "benchmarks/results/" in html, page
     agents = (built_site / "results" / "agents" / "index.html").read_text()
     zoo = json.loads((Path(results.RESULTS) / "zoo" / "zoo_eval.json").read_text())["results"]
     assert f"{zoo['val']['navzoo-pointnav-depth']['spl']:.3f}" in agents
+    runs = json.loads((Path(results.RESULTS) / "learning" / "learning_curves.json").read_text())
+    shipped = list(runs["runs/depth-ks01"].values())[-1]  # the shipped depth agent's run, its last point
+    assert f"{shipped['hours']:.2f} h" in agents
 
 
 def test_a_placeholder_renders_the_files_records_with_its_caption(tmp_path):
@@ -112,16 +117,61 @@ def test_a_placeholder_renders_the_files_records_with_its_caption(tmp_path):
     assert "| Agent | SPL |" in out and "| a | 0.51 |" in out and "| b | 1.00 |" in out
 
 
+def test_an_inline_placeholder_renders_one_value_in_a_sentence(tmp_path):
+    data = {
+        "machine": {"cpu": "Test CPU"},
+        "results": {"rows": [{"envs": 16, "fps": 1234.56}, {"envs": 256, "fps": 51106.2}]},
+        "runs/a": {"ckpt-1.pt": {"spl": 0.25}, "ckpt-2.pt": {"spl": 0.5}},  # a run's checkpoints
+        "ratios": {"1.0": 1.08, "0.5": 0.917},
+    }
+    (tmp_path / "bench.json").write_text(json.dumps(data))
+    page = (
+        "A <!-- result: bench.json results.rows[1].fps :,.0f --> B, "
+        "<!-- result: bench.json results.rows[0].fps--> C, "
+        "<!-- result: bench.json runs/a[-1].spl :.2f --> D, "
+        "<!-- result: bench.json runs/a[ckpt-1.pt].spl:.2f --> E, "
+        "<!-- result: bench.json ratios[0.5] :.2f --> F, "
+        "<!-- result: bench.json {rows: results.rows, where: {envs: 16},\n"
+        "  value: '{fps:.1f} at {envs}'} --> G, "
+        "<!-- result: bench.json\nvalue: '{machine.cpu}'\n--> H."
+    )
+    out = tables.render_placeholders(page, "test.md", tmp_path)
+    assert out == "A 51,106 B, 1,234.6 C, 0.50 D, 0.25 E, 0.92 F, 1234.6 at 16 G, Test CPU H."
+
+
+@pytest.mark.parametrize(
+    ("placeholder", "message"),
+    [
+        ("<!-- result: bench.json results.rows[5].fps -->", "no item [5] at `results.rows[5].fps`"),
+        ("<!-- result: bench.json results.rows -->", "`results.rows` is not a single value"),
+        ("<!-- result: bench.json {rows: results.rows, value: '{fps}'} -->", "leaves 2 rows, not one"),
+        ("<!-- result: bench.json {columns: [fps]} -->", "a mapping with `value`"),
+        ("<!-- result: nowhere.json fps -->", "no result file benchmarks/results/nowhere.json"),
+    ],
+)
+def test_an_inline_placeholder_without_exactly_one_value_names_the_page_and_file(
+    tmp_path, placeholder, message
+):
+    (tmp_path / "bench.json").write_text(json.dumps({"results": {"rows": [{"fps": 1}, {"fps": 2}]}}))
+    with pytest.raises(tables.TableError) as error:
+        tables.render_placeholders(f"Some {placeholder} frames/s.", "docs/page.md", tmp_path)
+    assert str(error.value).startswith("docs/page.md: result ") and message in str(error.value)
+
+
 @pytest.mark.parametrize(
     ("placeholder", "message"),
     [
         (
             "<!-- results-table: nowhere/missing.json\ncolumns: [spl] -->",
-            "no result file benchmarks/results/nowhere/",
+            "results-table nowhere/missing.json: no result file benchmarks/results/nowhere/",
         ),
         (
             "<!-- results-table: zoo/zoo_eval.json\nrows: results.val\ncolumns: {SPL: '{no_such_key}'} -->",
-            "no key 'no_such_key'",
+            "results-table zoo/zoo_eval.json: no key 'no_such_key'",
+        ),
+        (
+            "SPL <!-- result: zoo/zoo_eval.json results.val.nobody.spl :.3f --> on val.",
+            "result zoo/zoo_eval.json: no key 'nobody'",
         ),
     ],
 )
@@ -145,4 +195,4 @@ def test_a_placeholder_naming_a_missing_file_or_key_fails_the_build(tmp_path, pl
     )
     assert done.returncode != 0
     output = done.stdout + done.stderr
-    assert "docs/index.md: results-table" in output and message in output, output
+    assert f"docs/index.md: {message}" in output, output
