@@ -33,6 +33,7 @@ from navzoo.sim.task import SimTask, lookup_task
 
 if TYPE_CHECKING:
     from navzoo.sim.scans.scene_source import MeshScenePool
+    from navzoo.sim.scans.seen_map import MeshSeenMapSensor
 
 _MASK32 = 0xFFFFFFFF
 # The per-environment tensors a checkpoint holds (and `visited` for Explore), and the config fields that
@@ -68,8 +69,10 @@ class BatchSim:
     """A batch of environments of one task and split. See the module docstring for the data layout."""
 
     # The state the Explore task keeps here (navzoo.tasks.explore: its allocate() creates it).
-    visit_shape: tuple[int, int]  # (rows, cols) of its 1 m cells
-    visited: torch.Tensor  # [N, rows, cols] bool: the cells each episode has visited
+    visit_shape: tuple[int, int]  # (rows, cols) of its cells on navzoo's own scenes
+    # [N, rows, cols] bool: the cells each episode has visited; on scanned scenes [N, K] int64, the keys of
+    # the cells visited in order (-1 after the last)
+    visited: torch.Tensor
     # navzoo's own scenes; unset with scanned scenes (config.scenes_dir), which `meshes` holds instead
     pool: ScenePool
 
@@ -87,7 +90,9 @@ class BatchSim:
         else:
             from navzoo.sim.scans import scene_source  # loads trimesh and Embree: only here
 
-            self.meshes = scene_source.MeshScenePool(config, dev, episodes)  # no episodes: a training stream
+            self.meshes = scene_source.MeshScenePool(  # no episodes: a training stream
+                config, dev, episodes, fields_from_start=self.task.starts_at_field_source
+            )
         self.episodes = episodes  # the fixed episode list, or None for freshly sampled training episodes
         self.fixed = episodes is not None
         height, width = config.resolution
@@ -112,8 +117,15 @@ class BatchSim:
         self.episode_counter = torch.zeros(n, dtype=torch.long, device=dev)
         self.env_seeds = torch.zeros(n, dtype=torch.long, device=dev)
         self.task.allocate(self)
-        self.seen_map = SeenMapSensor(self) if SEEN_MAP in config.sensors else None
+        self.seen_map = self._seen_map_sensor() if SEEN_MAP in config.sensors else None
         self.seed(config.seed)
+
+    def _seen_map_sensor(self) -> "SeenMapSensor | MeshSeenMapSensor":
+        if self.meshes is None:
+            return SeenMapSensor(self)
+        from navzoo.sim.scans.seen_map import MeshSeenMapSensor  # with the other scanned-scene modules
+
+        return MeshSeenMapSensor(self)
 
     # --- public API ------------------------------------------------------------------------------------
     def seed(self, seed: int | list[int]) -> None:

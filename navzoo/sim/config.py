@@ -139,8 +139,9 @@ class SimConfig(Config):
             raise ConfigError("renderer", self.renderer, "'auto' or 'torch' on CUDA (numba is CPU-only)")
 
     def _check_scenes(self) -> None:
-        """scenes_dir and scene_dataset: scanned scenes run the PointGoal episodes of a file, or, training
-        without one, episodes sampled on the meshes of scenes_dir (navzoo.sim.scans.episode_sampler)."""
+        """scenes_dir and scene_dataset: scanned scenes run the episodes of a habitat PointNav file (a task
+        without a goal takes their starts), or, training without one, episodes sampled on the meshes of
+        scenes_dir (navzoo.sim.scans.episode_sampler)."""
         if self.scene_dataset is not None:
             if self.scenes_dir is None:
                 raise ConfigError(
@@ -163,10 +164,6 @@ class SimConfig(Config):
                 f"a habitat PointNav episodes file (.json.gz) whose scenes are in scenes_dir: the "
                 f"{self.split} split runs fixed episodes (split='train' samples them from its meshes)",
             )
-        if self.task != "pointnav":
-            raise ConfigError("task", self.task, "'pointnav' with scenes_dir (scanned scenes run PointGoal)")
-        if SEEN_MAP in self.sensors:
-            raise ConfigError("sensors", self.sensors, f"cameras without {SEEN_MAP} with scenes_dir")
 
 
 def _check_device(device: str) -> None:

@@ -9,7 +9,8 @@ metres centred on the agent, row 0 farthest ahead, column 0 farthest to the left
 
 The map is the agent's memory, so it grows only as the simulator steps: `BatchSim.step` and `reset` map the
 depth images they return, while `BatchSim.observe` (rendering at a pose set by hand, as a replay does) only
-reads it.
+reads it. On scanned scenes the same observation comes from navzoo.sim.scans.seen_map, which maps what the
+camera sees on the mesh at the agent's storey.
 """
 
 from __future__ import annotations

@@ -75,10 +75,11 @@ def memory_estimate(config: SimConfig, episodes: list[Episode] | None, prefix: s
             observation_fields(config, prefix),
         )
     ]
-    if SEEN_MAP in config.sensors:
-        parts.append(seen_map_part(config, "for seen maps", prefix, sensor=True))
-    # Scanned scenes' navmeshes and meshes are sized by the files, known only once loaded: not estimated.
+    # Scanned scenes' navmeshes, meshes and seen maps are sized by the files, known only once loaded: not
+    # estimated.
     if config.scenes_dir is None:
+        if SEEN_MAP in config.sensors:
+            parts.append(seen_map_part(config, "for seen maps", prefix, sensor=True))
         parts.append(_pool_part(config, episodes, prefix))
     return parts
 

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from numba import njit
 
+from navzoo.errors import ConfigError
 from navzoo.sim import kernels
 from navzoo.sim.navgrid import EDGES, NAV_SUBDIVISION
 
@@ -80,6 +81,16 @@ class MappedSim(Protocol):
     heading: torch.Tensor  # [N]
 
 
+def planner_refusal(scenes_dir: str | None) -> ConfigError:
+    """The error for a planner's map on scanned scenes: SeenMap plans on navzoo's own scenes' grid."""
+    return ConfigError(
+        "scenes_dir",
+        scenes_dir,
+        "None for the map planner's map (navzoo.sim.seen_map plans on navzoo's own scenes' grid); on scanned "
+        "scenes the seen_map sensor maps what the camera sees, without a planner",
+    )
+
+
 def seen_map_bytes(rows: int, cols: int) -> int:
     """What one environment's SeenMap keeps for a scene grid of rows x cols cells: float32 `solid` per
     cell, and per navigation cell bool `passable`, float32 `fields` and int8 `via`."""
@@ -94,6 +105,8 @@ class SeenMap:
     def __init__(self, sim: MappedSim):
         if "depth" not in sim.config.sensors:
             raise ValueError(f"a seen map is built from depth images; the simulator has {sim.config.sensors}")
+        if sim.config.scenes_dir is not None:
+            raise planner_refusal(sim.config.scenes_dir)
         self.sim = sim
         cfg, pool = sim.config, sim.pool
         rows, cols = pool.atlas.heights.shape[1:]

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 
 class Flee(Task):
-    """End far from the start: D_T = Geo(s_T, s_0) / Max(s_0), reward 5 * (D_t - D_{t-1})."""
+    """End far from the start: D_T = Geo(s_T, s_0) / Max(s_0), reward 5 * (D_t - D_{t-1}). Max(s_0) is the
+    largest geodesic distance from the start, over the scene's navigation grid or its navmesh."""
 
     name, label, gym_id, has_goal = "flee", "Flee", "Flee", False
     metrics = (("flee_distance", "Flee distance (D_T)"),)
@@ -44,6 +45,6 @@ class Flee(Task):
         previous = sim.geodesic
         current = sim.geodesic_distance(sim.pos)
         sim.geodesic = torch.where(torch.isfinite(current), current, previous)
-        scale = sim.pool.field_max[sim.field]
+        scale = sim.scenes.field_max[sim.field]
         reward = self.reward_scale * (sim.geodesic - previous) / scale
         return reward, {"flee_distance": sim.geodesic / scale}

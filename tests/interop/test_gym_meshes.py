@@ -1,5 +1,6 @@
 """The gymnasium environments on scanned meshes: SimConfig's scenes_dir and scene_dataset as make / make_vec
-keyword arguments, stepping and the rgb_array render with a map drawn from the navmesh."""
+keyword arguments, stepping and the rgb_array render with a map drawn from the navmesh, for PointNav, Flee
+and Explore."""
 
 import gymnasium
 import numpy as np
@@ -53,5 +54,27 @@ def test_mesh_keywords_are_checked_by_name(val_meshes):
         gymnasium.make(ENV_ID, scenes_dir=str(val_meshes.scenes_dir), split="val")
     with pytest.raises(ConfigError, match="scene_dataset"):
         gymnasium.make(ENV_ID, scene_dataset="x.json")
-    with pytest.raises(ConfigError, match="pointnav"):
-        gymnasium.make("navzoo/Flee-v0", **val_meshes.sim_fields())
+
+
+@pytest.mark.parametrize(
+    ("env_id", "metric"), [("navzoo/Flee-v0", "flee_distance"), ("navzoo/Explore-v0", "visited_cells")]
+)
+def test_flee_and_explore_step_and_render_on_meshes(val_meshes, navmesh_cache, env_id, metric):
+    env = gymnasium.make(
+        env_id,
+        split="val",
+        resolution=(32, 32),
+        sensors=("depth", "seen_map"),
+        seen_map_size=8,
+        render_mode="rgb_array",
+        **val_meshes.sim_fields(),
+    )
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"depth", "seen_map"} and obs["seen_map"].shape == (8, 8, 2)
+    for action in (1, 1, 2, 1):
+        obs, reward, _, _, info = env.step(action)
+        assert env.observation_space.contains(obs)
+    assert np.isfinite(reward) and info[metric] >= 0
+    frame = env.render()
+    assert frame.dtype == np.uint8 and _has_colour(frame, NAVIGABLE) and _has_colour(frame, START)
+    env.close()

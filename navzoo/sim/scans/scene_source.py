@@ -1,14 +1,16 @@
-"""Scanned scenes as BatchSim's scene source (SimConfig.scenes_dir): PointGoal episodes on meshes, with
+"""Scanned scenes as BatchSim's scene source (SimConfig.scenes_dir): episodes of every task on meshes, with
 habitat's navmesh rules, sliding motion and pinhole cameras. The episodes are those of a habitat PointNav
 dataset (SimConfig.episodes_file, fixed), or, for training without one, a stream drawn by habitat's PointNav
-generator rules (navzoo.sim.scans.episode_sampler) on the meshes of the scenes folder.
+generator rules (navzoo.sim.scans.episode_sampler) on the meshes of the scenes folder. A task without a goal
+(Flee, Explore) takes an episode's start pose and ignores its goal.
 
 Each mesh the episodes name is loaded once (navzoo.sim.scans.stage), with its navmesh (built once and
 cached on disk, navzoo.sim.scans.cache) and its Embree renderer (navzoo.sim.scans.raycast). Agents keep
 BatchSim's floor coordinates, (x, y) = habitat's (x, -z) with heading = habitat's yaw + pi/2, so the tasks
 and GPS+Compass read them as they read the native scenes'; the pool keeps each agent's floor height
-(habitat's y). Geodesic distances come from one distance field over the navmesh per distinct goal set (fixed
-episodes) or per environment (the stream).
+(habitat's y). Geodesic distances come from one distance field over the navmesh per distinct goal set, or
+start for a task without a goal (fixed episodes), or per environment (the stream, whose Flee episodes start
+at the sampled goal, the field's source, as native Flee episodes start at their field's anchor).
 
 The stream: every mesh below scenes_dir (or those the scene dataset config lists), in a reproducible
 shuffled order, with at most scenes_in_memory of them loaded; as navzoo.sim.pool's training pool does, one
@@ -40,6 +42,7 @@ from navzoo.sim.scans.motion import slide
 from navzoo.sim.scans.navmesh import NavMesh, NavmeshConfig
 from navzoo.sim.scans.raycast import MeshRenderer, PinholeCamera
 from navzoo.sim.scans.stage import SUFFIXES, load_stage
+from navzoo.sim.task import lookup_task
 
 CACHE_ENV = "NAVZOO_NAVMESH_CACHE"
 # How far (horizontally) an episode's start or goal may lie from the navmesh: habitat's own navmesh is
@@ -47,6 +50,10 @@ CACHE_ENV = "NAVZOO_NAVMESH_CACHE"
 ON_FLOOR_TOLERANCE = 0.1
 MAX_Y_DELTA = 0.5  # habitat's is_navigable: the floor within this of the point
 COLLISION_EPS = 1e-5  # habitat's: a move is a collision when its squared length falls short by more
+# storey_cells' keys pack (storey, row, col): squares count from -CELL_KEY_OFFSET along each axis, with room
+# for CELL_KEY_SPAN of them (33,554 km of 1 m squares either way of the origin).
+CELL_KEY_OFFSET = 1 << 25
+CELL_KEY_SPAN = 1 << 26
 # Salts of the stream's seeds: the order of the meshes, and each environment's episodes.
 STREAM_SALT, EPISODE_SALT = 0x5CE7E5, 0xE915
 
@@ -109,9 +116,20 @@ class MeshScenePool:
     BatchSim an episode table (`episodes`); without (`episodes` None), it draws a training stream
     (`stream_episodes`). It checkpoints, and moves, renders and measures the agents."""
 
-    def __init__(self, config: SimConfig, device: torch.device, episodes: list[Episode] | None):
+    def __init__(
+        self,
+        config: SimConfig,
+        device: torch.device,
+        episodes: list[Episode] | None,
+        *,
+        fields_from_start: bool,
+    ):
+        """`fields_from_start`: the stream's episodes start where their distance field is measured from (the
+        sampled goal, as Flee's native episodes start at the field's anchor)."""
         self.config, self.device = config, device
         self.fixed = episodes is not None
+        self.fields_from_start = fields_from_start
+        self.has_goal = lookup_task(config.task).has_goal
         self.height = torch.zeros(config.num_envs, dtype=torch.float64)  # each agent's floor (habitat y)
         if episodes is None:
             self._init_stream()
@@ -132,6 +150,7 @@ class MeshScenePool:
             scene.offset = offset
             offset += scene.navmesh.size
         navmeshes = [s.navmesh for s in self.scenes]
+        self._lowest_floor = torch.tensor([float(m.y.min()) for m in navmeshes], dtype=torch.float64)
         self._grids = (
             np.stack([m.origin for m in navmeshes]),
             np.array([m.shape for m in navmeshes], np.int64),
@@ -181,6 +200,7 @@ class MeshScenePool:
         self._env_goal = np.full(n, -1, np.int64)
         self._capacity = 0
         self._env_fields = np.zeros((n, 0), np.float32)
+        self.field_max = torch.zeros(n, device=self.device)  # of each environment's field (Flee's Max(s_0))
         self._index_scenes()
         self._grow_fields()
 
@@ -212,8 +232,9 @@ class MeshScenePool:
 
     def stream_episodes(self, envs: torch.Tensor, env_seeds: torch.Tensor, counters: torch.Tensor) -> dict:
         """New episodes in `envs`, the k-th (`counters`, before they count this one) of each environment
-        drawn from (its seed, k): its slot among the active ones, then habitat's generator on that mesh.
-        Returns BatchSim's per-env tensors ("slot", "pos", "heading", "goal", "field") of `envs`."""
+        drawn from (its seed, k): its slot among the active ones, then habitat's generator on that mesh; it
+        starts at the goal with `fields_from_start`. Returns BatchSim's per-env tensors ("slot", "pos",
+        "heading", "goal", "field") of `envs`."""
         envs_np = envs.cpu().numpy()
         seeds, ks = env_seeds.cpu().numpy(), counters.cpu().numpy()
         active = self.active_slots()
@@ -229,17 +250,23 @@ class MeshScenePool:
             scene = self.scenes[slot]
             assert scene.sampler is not None  # every stream scene has one
             episode, field = scene.sampler.sample(rng)
-            self._env_fields[env, : len(field)] = field
-            self._env_fields[env, len(field) :] = np.inf
+            self._set_env_field(int(env), field)
             self._env_slot[env], self._env_goal[env] = slot, episode.goal_place
-            self.height[int(env)] = episode.start[1]
+            start = episode.goal if self.fields_from_start else episode.start
+            self.height[int(env)] = start[1]
             out["slot"][row] = slot
-            out["pos"][row] = (episode.start[0], -episode.start[2])
+            out["pos"][row] = (start[0], -start[2])
             out["goal"][row] = (episode.goal[0], -episode.goal[2])
             out["heading"][row] = math.remainder(episode.yaw + math.pi / 2, 2 * math.pi)
         result = {key: torch.from_numpy(value).to(self.device) for key, value in out.items()}
         result["field"] = envs.to(self.device)
         return result
+
+    def _set_env_field(self, env: int, field: np.ndarray) -> None:
+        """Environment `env`'s episode measures distances by `field` [places of its scene]."""
+        self._env_fields[env, : len(field)] = field
+        self._env_fields[env, len(field) :] = np.inf
+        self.field_max[env] = _largest_finite(field)
 
     def note_episodes_started(self, count: int, slots_in_use: torch.Tensor) -> None:
         """Advance rotation as navzoo.sim.pool.ScenePool does: retire a slot every episodes_per_scene starts,
@@ -263,8 +290,9 @@ class MeshScenePool:
 
     # --- episodes ----------------------------------------------------------------------------------------
     def _build_table(self, episodes: list[MeshEpisode], slot_of: dict[str, int]) -> None:
-        """The episode table, one distance field per distinct goal set; EpisodeError for an episode whose
-        start or goal is off the floor, whose goal cannot be reached, or that is solved at its start."""
+        """The episode table, one distance field per distinct goal set (per distinct start for a task
+        without a goal, which ignores the goals); EpisodeError for an episode whose start, or goal where
+        the task has one, is off the floor, whose goal cannot be reached, or that is solved at its start."""
         field_of: dict[tuple, int] = {}
         fields: list[np.ndarray] = []
         table: dict[str, list] = {
@@ -278,13 +306,15 @@ class MeshScenePool:
         for index, ep in enumerate(episodes):
             slot = slot_of[ep.scene_id]
             navmesh = self.scenes[slot].navmesh
-            for what, point in [("start", ep.start_position)] + [("goal", g) for g in ep.goal_positions]:
+            sources = ep.goal_positions if self.has_goal else (ep.start_position,)
+            ends = [("start", ep.start_position)] + [("goal", g) for g in ep.goal_positions if self.has_goal]
+            for what, point in ends:
                 if not self.on_floor(navmesh, point):
                     raise self._error(index, ep, f"its {what} {list(point)} is not on the navigable floor")
-            key = (slot, ep.goal_positions)
+            key = (slot, sources)
             if key not in field_of:
                 field_of[key] = len(fields)
-                fields.append(navmesh.distance_field(np.asarray(ep.goal_positions)))
+                fields.append(navmesh.distance_field(np.asarray(sources)))
             table["slot"].append(slot)
             table["start"].append(ep.start)
             table["heading"].append(ep.heading)
@@ -293,13 +323,22 @@ class MeshScenePool:
             table["height"].append(ep.start_position[1])
         self._field_offset = np.cumsum([0] + [len(f) for f in fields])[:-1]
         self._fields = np.concatenate(fields)
+        self.field_max = torch.tensor([_largest_finite(f) for f in fields], device=self.device)
         self._start_height = torch.tensor(table.pop("height"), dtype=torch.float64)
         cpu = {
             key: torch.tensor(values, dtype=torch.long if key in ("slot", "field") else torch.float32)
             for key, values in table.items()
         }
         self.episodes = {key: value.to(self.device) for key, value in cpu.items()}
-        start = self.geodesic(cpu["slot"], cpu["field"], self._start_height, cpu["start"])
+        if self.has_goal:
+            self._refuse_unreachable_or_solved(episodes, cpu)
+
+    def _refuse_unreachable_or_solved(
+        self, episodes: list[MeshEpisode], table: dict[str, torch.Tensor]
+    ) -> None:
+        """EpisodeError for the first episode whose goal cannot be reached from its start, or whose start is
+        within success_distance of it (geodesic)."""
+        start = self.geodesic(table["slot"], table["field"], self._start_height, table["start"])
         for index in torch.nonzero(
             ~torch.isfinite(start) | (start <= self.config.success_distance)
         ).flatten():
@@ -372,6 +411,16 @@ class MeshScenePool:
             value = np.where(around >= 0, self._fields[base + np.maximum(around, 0)] + hop, np.inf)
             result[rows] = value.min(1)
         return torch.from_numpy(result).float().to(points.device)
+
+    def storey_cells(self, slots, points, heights, cell: float) -> torch.Tensor:
+        """int64 [M]: a key of the `cell`-metre square of the floor, and of the storey, where each floor point
+        [M, 2] at height [M] in scenes `slots` lies. Storeys are bands of the agent's height above the scene's
+        lowest floor: floors stacked in one column stand at least that far apart, so they fall in different
+        bands (a stair flight's cells may fall in two)."""
+        storey = (heights.cpu() - self._lowest_floor[slots.cpu()]) / self.config.agent_height
+        square = torch.floor(points.detach().cpu().double() / cell).long() + CELL_KEY_OFFSET
+        key = (storey.floor().long() * CELL_KEY_SPAN + square[:, 1]) * CELL_KEY_SPAN + square[:, 0]
+        return key.to(points.device)
 
     def is_navigable(self, slots, heights, points) -> torch.Tensor:
         """habitat's is_navigable of floor points [M, 2] at heights [M]: a place in the point's column
@@ -504,15 +553,21 @@ class MeshScenePool:
         self._env_slot = state["env_slot"].numpy().astype(np.int64).copy()
         self._env_goal = state["env_goal"].numpy().astype(np.int64).copy()
         self._env_fields[:] = np.inf
+        self.field_max.zero_()
         for env in np.flatnonzero(self._env_goal >= 0):  # the fields the episodes under way measure
             sampler = self.scenes[self._env_slot[env]].sampler
             assert sampler is not None
-            field = sampler.field(int(self._env_goal[env]))
-            self._env_fields[env, : len(field)] = field
+            self._set_env_field(int(env), sampler.field(int(self._env_goal[env])))
         self.height = state["height"].clone().double()
 
     def close(self) -> None:
         """Nothing runs in the background."""
+
+
+def _largest_finite(field: np.ndarray) -> float:
+    """The largest finite distance of a field: its source's farthest reachable place (0 if none)."""
+    finite = field[np.isfinite(field)]
+    return float(finite.max()) if len(finite) else 0.0
 
 
 def _around(navmesh: NavMesh, place: np.ndarray) -> np.ndarray:

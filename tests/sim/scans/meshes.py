@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+import math
+from pathlib import Path
+
 import numpy as np
 import trimesh
 
@@ -121,3 +126,39 @@ def fine_room(size: float, spacing: float, seed: int = 0) -> trimesh.Trimesh:
         x, z = rng.uniform(1, size - 3, 2)
         rest.box((x, 0, z), (x + 1.5, 0.8 + 0.1 * k, z + 1.0))
     return trimesh.util.concatenate([floor, rest.mesh()])
+
+
+# Two boxes of two_storeys(), each seen from the other storey: (x0, z0, x1, z1) and their height range.
+GROUND_BOX = ((3.0, 2.5, 3.5, 3.0), (0.0, 1.0))
+UPPER_BOX = ((7.5, 3.2, 8.0, 3.7), (2.0, 3.0))
+
+
+def two_storeys() -> Builder:
+    """stairs() (a ground floor and an upper floor slab over x 6..10 at 2 m, ceiling at 4.5 m) with a 1 m
+    box on the ground floor beyond the slab (GROUND_BOX) and a 1 m box on the slab (UPPER_BOX). From the
+    ground floor at x < 2 the upper box shows above the slab's edge; from the slab near its edge the ground
+    box shows below it."""
+    scene = stairs(0.15, ceiling=True)
+    for (x0, z0, x1, z1), (y0, y1) in (GROUND_BOX, UPPER_BOX):
+        scene.box((x0, y0, z0), (x1, y1, z1))
+    return scene
+
+
+def write_episodes(path: Path, scene_id: str, episodes: list[tuple[tuple, float, tuple]]) -> Path:
+    """A habitat PointNav dataset (.json.gz) of (start [x, y, z], yaw in radians, goal [x, y, z]) episodes
+    in the scene `scene_id` (a mesh path relative to the scenes folder)."""
+    data = {
+        "episodes": [
+            {
+                "episode_id": str(index),
+                "scene_id": scene_id,
+                "start_position": list(start),
+                "start_rotation": [0.0, math.sin(yaw / 2), 0.0, math.cos(yaw / 2)],
+                "goals": [{"position": list(goal), "radius": None}],
+            }
+            for index, (start, yaw, goal) in enumerate(episodes)
+        ]
+    }
+    with gzip.open(path, "wt") as f:
+        json.dump(data, f)
+    return path
