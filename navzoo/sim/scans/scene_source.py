@@ -38,6 +38,7 @@ from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode, MeshEpisode
 from navzoo.sim.scans.cache import cached_navmesh
 from navzoo.sim.scans.episode_sampler import EpisodeSampler, PointNavRules
+from navzoo.sim.scans.frame import StageFrame, stage_config_path
 from navzoo.sim.scans.motion import slide
 from navzoo.sim.scans.navmesh import NavMesh, NavmeshConfig
 from navzoo.sim.scans.raycast import MeshRenderer, PinholeCamera
@@ -69,6 +70,7 @@ class MeshScene:
     navmesh: NavMesh
     renderer: MeshRenderer | None  # None without cameras
     offset: int  # of its places in the pool's concatenated places
+    frame: StageFrame  # how its file was turned into habitat's frame (for messages)
     sampler: EpisodeSampler | None = None  # the stream's episode generator on it
 
 
@@ -178,7 +180,7 @@ class MeshScenePool:
             renderer = MeshRenderer.from_trimesh(list(stage.parts), camera, self.device)
         elif "depth" in cfg.sensors:  # no colours to read
             renderer = MeshRenderer(stage.vertices, stage.faces, camera, device=self.device)
-        return MeshScene(path, navmesh, renderer, 0)
+        return MeshScene(path, navmesh, renderer, 0, stage.frame)
 
     # --- the training stream -----------------------------------------------------------------------------
     def _init_stream(self) -> None:
@@ -310,7 +312,7 @@ class MeshScenePool:
             ends = [("start", ep.start_position)] + [("goal", g) for g in ep.goal_positions if self.has_goal]
             for what, point in ends:
                 if not self.on_floor(navmesh, point):
-                    raise self._error(index, ep, f"its {what} {list(point)} is not on the navigable floor")
+                    raise self._off_floor(index, ep, f"its {what} {list(point)}", episodes, self.scenes[slot])
             key = (slot, sources)
             if key not in field_of:
                 field_of[key] = len(fields)
@@ -359,6 +361,24 @@ class MeshScenePool:
             return False
         dx, dy, dz = snapped[0] - np.asarray(point)
         return math.hypot(dx, dz) <= ON_FLOOR_TOLERANCE and abs(dy) <= MAX_Y_DELTA
+
+    def _off_floor(
+        self, index: int, ep: MeshEpisode, point: str, episodes: list[MeshEpisode], scene: MeshScene
+    ) -> EpisodeError:
+        """The error for an episode point off the floor. Where no episode of the scene starts on its floor,
+        the mesh likely stands in another frame than its episodes assume (a wrongly oriented stage): the
+        message says how it was oriented and where to say otherwise."""
+        starts = [e.start_position for e in episodes if e.scene_id == ep.scene_id]
+        if any(self.on_floor(scene.navmesh, start) for start in starts):
+            return self._error(index, ep, f"{point} is not on the navigable floor")
+        frame = scene.frame
+        return EpisodeError(
+            f"episode {index} (episode_id {ep.episode_id!r}) of {self.config.episodes_file}: {point} is not "
+            f"on the navigable floor of {ep.scene_id}, and no episode of that scene starts on it, so the "
+            f"mesh may stand in another frame than its episodes: it was read with up {list(frame.up)} and "
+            f"front {list(frame.front)} ({frame.source}); if that is wrong, give its up and front in "
+            f"{stage_config_path(Path(ep.scene_id)).name} beside it, or in the scene dataset config"
+        )
 
     def _error(self, index: int, ep: MeshEpisode, problem: str) -> EpisodeError:
         return EpisodeError(
