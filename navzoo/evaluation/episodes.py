@@ -28,12 +28,11 @@ from tqdm import tqdm
 from navzoo.agents.draws import episode_key
 from navzoo.errors import ConfigError
 from navzoo.sim.batch_sim import BatchSim
-from navzoo.sim.config import MOVE_FORWARD
 from navzoo.sim.episodes import Episode
 from navzoo.tasks import TASKS, get_task
 
 if TYPE_CHECKING:  # the mesh stack (scipy, trimesh) is loaded by the simulator that has meshes
-    from navzoo.sim.scans.navmesh import NavMesh
+    pass
 
 _TRAJECTORY_FIELDS = ("positions", "headings", "heights", "actions", "rewards", "values", "action_probs")
 _COUNTS = ("collisions", "num_steps", "visited_cells")  # EpisodeResult's integer metrics
@@ -102,12 +101,13 @@ def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> 
         else:
             actions = agent.act(obs, first)
         value, probs = getattr(agent, "last_value", None), getattr(agent, "last_action_probs", None)
-        floors = _floors(sim)
         obs, rewards, done, info = sim.step(actions)
         ended = info.get("episode")
         end_pos = sim.pos if ended is None else torch.where(done[:, None], ended["position"], sim.pos)
         end_heading = sim.heading if ended is None else torch.where(done, ended["heading"], sim.heading)
-        end_floor = _floors_reached(sim, floors, torch.as_tensor(actions), done, end_pos, running)
+        end_floor = _floors(sim)
+        if ended is not None and end_floor is not None:
+            end_floor = torch.where(done.cpu(), ended["height"], end_floor)
         trails.record(actions, rewards, end_pos, end_heading, end_floor, value, probs)
         if ended is not None:  # some episodes ended (BatchSim.step reports them only then)
             for i in torch.nonzero(done).squeeze(1).tolist():
@@ -125,37 +125,6 @@ def evaluate(sim: BatchSim, agent, num_episodes: int, progress: bool = True) -> 
 def _floors(sim: BatchSim) -> torch.Tensor | None:
     """The floor height (habitat's y) under each agent on scanned meshes; None in navzoo's own scenes."""
     return None if sim.meshes is None else sim.meshes.height.clone()
-
-
-def _floors_reached(
-    sim: BatchSim,
-    before: torch.Tensor | None,
-    actions: torch.Tensor,
-    done: torch.Tensor,
-    end_pos: torch.Tensor,
-    running: torch.Tensor,
-) -> torch.Tensor | None:
-    """The floor height under each agent after a step, `before` being the one before it. Where an episode
-    ended, the simulator's agent already stands at its next start: a stop or a turn left it on the floor it
-    was on, and a last move (of a truncated episode) ended on a navmesh place in its end point's column."""
-    meshes = sim.meshes
-    if meshes is None or before is None:
-        return None
-    reached = meshes.height.clone()
-    ended = done.cpu()
-    reached[ended] = before[ended]
-    for env in torch.nonzero(ended & (actions.cpu() == MOVE_FORWARD)).flatten().tolist():
-        navmesh = meshes.scenes[int(meshes.episodes["slot"][running[env]])].navmesh
-        reached[env] = _floor_at(navmesh, end_pos[env].tolist(), float(before[env]))
-    return reached
-
-
-def _floor_at(navmesh: NavMesh, point: list[float], floor: float) -> float:
-    """The height of the place under floor point `point` (x, y) nearest to height `floor`: one step climbs
-    or drops far less than the agent's height, which parts the places of one column (a building's storeys)."""
-    column = navmesh.columns_of(np.array([[point[0], floor, -point[1]]]))[0]
-    heights = navmesh.y[navmesh.column == column] if column >= 0 else navmesh.y[:0]
-    return float(heights[np.argmin(np.abs(heights - floor))]) if len(heights) else floor
 
 
 class _Trajectories:

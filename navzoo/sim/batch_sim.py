@@ -201,6 +201,8 @@ class BatchSim:
             info["episode"] = episode
             episode["position"] = self.pos.clone()  # where each episode ended, before the reset below
             episode["heading"] = self.heading.clone()
+            if self.meshes is not None:  # and on which floor (habitat's y) of a scanned scene
+                episode["height"] = self.meshes.height.clone()
             finished = torch.nonzero(done).squeeze(1)
             if final_observations:  # mapping the same images again below adds nothing to the seen_map
                 episode["observation"] = self._observe(see=True)
