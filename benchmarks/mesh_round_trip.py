@@ -28,7 +28,7 @@ from navzoo.interop.habitat_scenes import CONFIG_NAME, export_scenes
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.sim.episodes import mesh_path
 from navzoo.sim.scans.cache import cached_navmesh
-from navzoo.sim.scans.scene_source import MeshScenePool, navmesh_cache_dir
+from navzoo.sim.scans.mesh_scenes import navmesh_cache_dir, on_floor
 from navzoo.sim.scans.stage import load_stage
 
 MODEL = "navzoo-pointnav-depth"
@@ -103,7 +103,7 @@ def _keep_on_navmesh(episodes_file: Path, scenes: Path, dataset: Path, count: in
         if path not in navmeshes:
             navmeshes[path] = cached_navmesh(load_stage(path, dataset), None, navmesh_cache_dir())
         points = [episode["start_position"]] + [g["position"] for g in episode["goals"]]
-        if all(MeshScenePool.on_floor(navmeshes[path], p) for p in points):
+        if all(on_floor(navmeshes[path], p) for p in points):
             kept.append(episode)
     total, data["episodes"] = len(data["episodes"]), kept[:count]
     with gzip.open(episodes_file, "wt") as f:

@@ -16,7 +16,7 @@ packages on one tier do not import each other.
 
 Command-line modules sit above all of them: navzoo.cli.*, any module named `cli` or `*_cli`, and the
 package's front door (navzoo/__init__.py, navzoo/__main__.py). No library module imports argparse or a
-command-line module.
+command-line module. No library module is over 500 lines.
 
 Every import counts: at module level, inside functions, and under `if TYPE_CHECKING:` (a cycle the type
 checker sees is a cycle in the design). Importing `a.b.c` runs the `__init__` of `a` and `a.b` first, so it
@@ -172,6 +172,15 @@ def test_library_modules_have_no_command_line(name):
     assert "argparse" not in roots, f"{name} imports argparse; parsing belongs in a cli module"
     command_line = sorted(m for m in modules if is_command_line(m))
     assert not command_line, f"{name} imports the command line: {command_line}"
+
+
+MAX_MODULE_LINES = 500  # one job per module: past this, a module is doing two
+
+
+def test_no_library_module_is_over_500_lines():
+    long = {n: len(MODULES[n].read_text().splitlines()) for n in LIBRARY}
+    over = {n: lines for n, lines in long.items() if lines > MAX_MODULE_LINES}
+    assert not over, f"modules over {MAX_MODULE_LINES} lines (split them by job): {over}"
 
 
 def test_navzoo_top_level_stays_small():

@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def run_convert(args: argparse.Namespace) -> int:
+    from navzoo.models import PolicyConfig
     from navzoo.models.weights import save_pretrained
     from navzoo.storage.destination import check_destination
     from navzoo.zoo.habitat_checkpoints import export_habitat_checkpoint, habitat_overrides, habitat_to_policy
@@ -51,6 +52,7 @@ def run_convert(args: argparse.Namespace) -> int:
 
         policy = navzoo.load(args.src)
         out = export_habitat_checkpoint(policy, args.dst)
+        assert isinstance(policy.config, PolicyConfig)  # export_habitat_checkpoint refuses anything else
         overrides = " \\\n    ".join(habitat_overrides(policy.config))
         print(
             f"wrote habitat-baselines checkpoint {out}; evaluate it with habitat-baselines' config overrides:"

@@ -36,6 +36,7 @@ gradio_client = pytest.importorskip(
     "gradio_client", reason="the demo needs gradio: pip install 'navzoo[demo]'"
 )
 from navzoo.demo import app as demo_app  # noqa: E402
+from navzoo.demo import player  # noqa: E402
 from navzoo.demo.episodes import load_agent, pick_episode, run_episode  # noqa: E402
 
 FIRST_SCENE = ("apartment-s",)  # val episode 0 lies in the first apartment-s scene, whatever the families
@@ -133,11 +134,11 @@ def test_baseline_episode_matches_evaluation(demo):
     assert view.replay.metrics["success"] == 1.0
     assert seconds < 30, f"an oracle episode took {seconds:.1f} s"
     step = view.num_steps // 2
-    top, cams, table = demo_app.step_outputs([view], step)[:3]
+    top, cams, table = player.step_outputs([view], step)[:3]
     assert top.shape == view.map_image(step).shape and top.dtype == np.uint8
     assert cams.shape == (256, 256, 3)
     assert f'<tr class="current"><td>{step}</td>' in table
-    markdown = demo_app.metrics_markdown([view])
+    markdown = player.metrics_markdown([view])
     assert "| SPL |" in markdown and "| success | 1 |" in markdown and "apartment-s/val/00000" in markdown
 
 
@@ -169,7 +170,7 @@ def test_flee_and_explore(demo, folders):
     assert flee.goal is None and flee.path is None
     (explore,) = demo.run("forward-only", None, "Explore", "val", 0, 1)
     assert explore.replay.metrics["visited_cells"] >= 1
-    assert "cells visited" in demo_app.metrics_markdown([explore])
+    assert "cells visited" in player.metrics_markdown([explore])
     with pytest.raises(ConfigError, match="'pointnav' for the goal-follower baseline"):
         demo.run("goal-follower", None, "Flee", "val", 0, 0)
     with pytest.raises(ConfigError, match="PointGoal policy"):
@@ -199,11 +200,11 @@ def test_a_transferred_model_runs_on_its_own_task(tmp_path):
 def test_side_by_side_holds_the_shorter_episode(demo):
     views = demo.run("oracle", "goal-follower", "PointGoal", "val", 0, 0)
     short, long = views
-    assert short.num_steps < long.num_steps == demo_app.last_step(views) == 500
-    late = demo_app.step_outputs(views, long.num_steps)
+    assert short.num_steps < long.num_steps == player.last_step(views) == 500
+    late = player.step_outputs(views, long.num_steps)
     np.testing.assert_array_equal(late[0], short.map_image(short.num_steps))
     np.testing.assert_array_equal(late[3], long.map_image(long.num_steps))
-    assert "| oracle | goal-follower |" in demo_app.metrics_markdown(views)
+    assert "| oracle | goal-follower |" in player.metrics_markdown(views)
     twice = demo.run("oracle", "oracle", "PointGoal", "val", 0, 0)
     assert [v.label for v in twice] == ["oracle", "oracle-2"]
 

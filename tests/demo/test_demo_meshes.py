@@ -23,6 +23,7 @@ gradio_client = pytest.importorskip(
     "gradio_client", reason="the demo needs gradio: pip install 'navzoo[demo]'"
 )
 from navzoo.demo import app as demo_app  # noqa: E402
+from navzoo.demo import player  # noqa: E402
 
 REPLAY = "replays/oracle/episode-0.replay.json.gz"  # as the page names it
 
@@ -61,11 +62,11 @@ def test_a_mesh_replay_opens_and_plays_with_the_scenes_folder(house):
     (view,) = demo.open(REPLAY)
     assert view.replay.metrics == house["result"].metrics() and view.replay.scene_name == MESH
     last = view.num_steps
-    outputs = demo_app.step_outputs([view], last)
+    outputs = player.step_outputs([view], last)
     np.testing.assert_array_equal(outputs[0], view.map_image(last))
     expected = _colour("depth", render_replay(load_replay(house["replay"]), [last])["depth"][0].numpy())
     np.testing.assert_array_equal(view.observation_images(last)["depth"][::8, ::8], expected)  # upscaled 8x
-    table = demo_app.metrics_markdown([view])
+    table = player.metrics_markdown([view])
     assert f"| scene | {MESH} |" in table and str(house["base"]) not in table
     (uploaded,) = demo.open(None, None, str(house["replay"]))  # an upload is placed in the scenes folder too
     assert uploaded.replay.episode.scene_id == view.replay.episode.scene_id

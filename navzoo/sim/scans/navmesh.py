@@ -250,6 +250,19 @@ class NavMesh:
             return math.inf
         return float(self.distance_field(goals)[place[0]])
 
+    def around(self, place: np.ndarray) -> np.ndarray:
+        """int64 [M, 9]: each place, its 4 linked neighbours and the 4 diagonal places reached through them
+        (-1: none, or where `place` is -1)."""
+        here = place.astype(np.int64)
+        columns = [here]
+        for d in range(4):
+            side = np.where(here >= 0, self.neighbours[np.maximum(here, 0), d], -1).astype(np.int64)
+            corner = np.where(side >= 0, self.neighbours[np.maximum(side, 0), (d + 1) % 4], -1).astype(
+                np.int64
+            )
+            columns += [side, corner]
+        return np.stack(columns, 1)
+
     # -- internals ------------------------------------------------------------------------------------
     def _column_neighbours(self, points: np.ndarray, tolerance: float | None = None):
         """The places of each point's column just below (at most `tolerance` above the point; default a
@@ -293,6 +306,12 @@ class NavMesh:
         weight = np.linalg.norm(positions[source] - positions[target], axis=1)
         n = self.size
         return csr_matrix((weight, (source, target)), shape=(n, n))
+
+
+def largest_finite(field: np.ndarray) -> float:
+    """The largest finite distance of a distance field: its source's farthest reachable place (0 if none)."""
+    finite = field[np.isfinite(field)]
+    return float(finite.max()) if len(finite) else 0.0
 
 
 def build_navmesh(stage: Stage, config: NavmeshConfig | None = None) -> NavMesh:

@@ -22,34 +22,22 @@ run continues exactly.
 
 from __future__ import annotations
 
-import glob
-import json
 import math
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from huggingface_hub import constants
 
-from navzoo.errors import EpisodeError, NavzooError, SceneError
+from navzoo.errors import EpisodeError, NavzooError
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode, MeshEpisode
-from navzoo.sim.scans.cache import cached_navmesh
 from navzoo.sim.scans.episode_sampler import EpisodeSampler, PointNavRules
-from navzoo.sim.scans.frame import StageFrame, stage_config_path
+from navzoo.sim.scans.frame import stage_config_path
+from navzoo.sim.scans.mesh_scenes import MeshScene, load_mesh_scene, on_floor, scene_paths
 from navzoo.sim.scans.motion import slide
-from navzoo.sim.scans.navmesh import NavMesh, NavmeshConfig
-from navzoo.sim.scans.raycast import MeshRenderer, PinholeCamera
-from navzoo.sim.scans.stage import SUFFIXES, load_stage
+from navzoo.sim.scans.navmesh import largest_finite
 from navzoo.sim.task import lookup_task
 
-CACHE_ENV = "NAVZOO_NAVMESH_CACHE"
-# How far (horizontally) an episode's start or goal may lie from the navmesh: habitat's own navmesh is
-# Recast's polygons, whose boundary this 0.05 m grid draws up to two cells apart.
-ON_FLOOR_TOLERANCE = 0.1
-MAX_Y_DELTA = 0.5  # habitat's is_navigable: the floor within this of the point
 COLLISION_EPS = 1e-5  # habitat's: a move is a collision when its squared length falls short by more
 # storey_cells' keys pack (storey, row, col): squares count from -CELL_KEY_OFFSET along each axis, with room
 # for CELL_KEY_SPAN of them (33,554 km of 1 m squares either way of the origin).
@@ -57,60 +45,6 @@ CELL_KEY_OFFSET = 1 << 25
 CELL_KEY_SPAN = 1 << 26
 # Salts of the stream's seeds: the order of the meshes, and each environment's episodes.
 STREAM_SALT, EPISODE_SALT = 0x5CE7E5, 0xE915
-
-
-def navmesh_cache_dir() -> Path:
-    """Where navmeshes are cached: $NAVZOO_NAVMESH_CACHE, else HF_HOME/navzoo/navmeshes."""
-    return Path(os.environ.get(CACHE_ENV) or Path(constants.HF_HOME) / "navzoo" / "navmeshes")
-
-
-@dataclass
-class MeshScene:
-    path: str
-    navmesh: NavMesh
-    renderer: MeshRenderer | None  # None without cameras
-    offset: int  # of its places in the pool's concatenated places
-    frame: StageFrame  # how its file was turned into habitat's frame (for messages)
-    sampler: EpisodeSampler | None = None  # the stream's episode generator on it
-
-
-def scene_paths(config: SimConfig) -> list[str]:
-    """The meshes a training stream draws from: the stages the scene dataset config lists (its
-    `stages.paths` patterns for mesh files and its `stages.configs` files, relative to the config), else
-    every .glb/.gltf/.ply/.obj below scenes_dir; sorted. SceneError when there are none."""
-    assert config.scenes_dir is not None
-    root = Path(config.scenes_dir)
-    if not root.is_dir():
-        raise SceneError(f"scenes_dir {root} is not a folder: give the folder of the scene meshes")
-    if config.scene_dataset is not None:
-        found = _dataset_stages(Path(config.scene_dataset))
-        where = f"the stages of {config.scene_dataset}"
-    else:
-        found = {str(p) for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(SUFFIXES)}
-        where = f"{root} (searched for {', '.join(SUFFIXES)} files)"
-    if not found:
-        raise SceneError(f"no scene mesh in {where}: give a folder of scene meshes")
-    return sorted(found)
-
-
-def _dataset_stages(dataset: Path) -> set[str]:
-    try:
-        data = json.loads(dataset.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SceneError(f"scene dataset config {dataset} cannot be read ({error}); check the path") from None
-    stages = data.get("stages", {}) if isinstance(data, dict) else {}
-    stages = stages if isinstance(stages, dict) else {}
-    found: set[str] = set()
-    paths = stages.get("paths", {})
-    for suffix, patterns in paths.items() if isinstance(paths, dict) else []:
-        if suffix.lower() in SUFFIXES and isinstance(patterns, list):
-            for pattern in patterns:
-                found.update(glob.glob(str(dataset.parent / str(pattern)), recursive=True))
-    for entry in stages.get("configs", []) or []:
-        original = entry.get("original_file") if isinstance(entry, dict) else None
-        if isinstance(original, str) and original.lower().endswith(SUFFIXES):
-            found.add(str(dataset.parent / original))
-    return {path for path in found if Path(path).is_file()}
 
 
 class MeshScenePool:
@@ -140,7 +74,7 @@ class MeshScenePool:
         if len(mesh_episodes) != len(episodes):
             raise NavzooError("scenes_dir needs episodes read from a file with it (navzoo.sim.load_episodes)")
         paths = list(dict.fromkeys(ep.scene_id for ep in mesh_episodes))
-        self.scenes = [self._load_one(path) for path in paths]
+        self.scenes = [load_mesh_scene(self.config, self.device, path) for path in paths]
         self.slots_count = len(self.scenes)
         self._index_scenes()
         self._build_table(mesh_episodes, {p: i for i, p in enumerate(paths)})
@@ -168,19 +102,6 @@ class MeshScenePool:
                 ]
             ).astype(np.int32),
         )
-
-    def _load_one(self, path: str) -> MeshScene:
-        cfg = self.config
-        settings = NavmeshConfig(agent_radius=cfg.agent_radius, agent_height=cfg.agent_height)
-        camera = PinholeCamera(*cfg.resolution, cfg.hfov, cfg.sensor_height, cfg.min_depth, cfg.max_depth)
-        stage = load_stage(path, cfg.scene_dataset)
-        navmesh = cached_navmesh(stage, settings, navmesh_cache_dir())
-        renderer = None
-        if "rgb" in cfg.sensors:
-            renderer = MeshRenderer.from_trimesh(list(stage.parts), camera, self.device)
-        elif "depth" in cfg.sensors:  # no colours to read
-            renderer = MeshRenderer(stage.vertices, stage.faces, camera, device=self.device)
-        return MeshScene(path, navmesh, renderer, 0, stage.frame)
 
     # --- the training stream -----------------------------------------------------------------------------
     def _init_stream(self) -> None:
@@ -213,7 +134,7 @@ class MeshScenePool:
         return self.paths[int(order[index])]
 
     def _stream_scene(self, k: int) -> MeshScene:
-        scene = self._load_one(self._stream_path(k))
+        scene = load_mesh_scene(self.config, self.device, self._stream_path(k))
         scene.sampler = EpisodeSampler(scene.navmesh, scene.path, self.rules)
         return scene
 
@@ -268,7 +189,7 @@ class MeshScenePool:
         """Environment `env`'s episode measures distances by `field` [places of its scene]."""
         self._env_fields[env, : len(field)] = field
         self._env_fields[env, len(field) :] = np.inf
-        self.field_max[env] = _largest_finite(field)
+        self.field_max[env] = largest_finite(field)
 
     def note_episodes_started(self, count: int, slots_in_use: torch.Tensor) -> None:
         """Advance rotation as navzoo.sim.pool.ScenePool does: retire a slot every episodes_per_scene starts,
@@ -311,7 +232,7 @@ class MeshScenePool:
             sources = ep.goal_positions if self.has_goal else (ep.start_position,)
             ends = [("start", ep.start_position)] + [("goal", g) for g in ep.goal_positions if self.has_goal]
             for what, point in ends:
-                if not self.on_floor(navmesh, point):
+                if not on_floor(navmesh, point):
                     raise self._off_floor(index, ep, f"its {what} {list(point)}", episodes, self.scenes[slot])
             key = (slot, sources)
             if key not in field_of:
@@ -325,7 +246,7 @@ class MeshScenePool:
             table["height"].append(ep.start_position[1])
         self._field_offset = np.cumsum([0] + [len(f) for f in fields])[:-1]
         self._fields = np.concatenate(fields)
-        self.field_max = torch.tensor([_largest_finite(f) for f in fields], device=self.device)
+        self.field_max = torch.tensor([largest_finite(f) for f in fields], device=self.device)
         self._start_height = torch.tensor(table.pop("height"), dtype=torch.float64)
         cpu = {
             key: torch.tensor(values, dtype=torch.long if key in ("slot", "field") else torch.float32)
@@ -353,15 +274,6 @@ class MeshScenePool:
             )
             raise self._error(int(index), ep, problem)
 
-    @staticmethod
-    def on_floor(navmesh: NavMesh, point) -> bool:
-        """Whether a habitat position lies on the navmesh, within ON_FLOOR_TOLERANCE."""
-        place, snapped = navmesh.project(np.asarray(point, np.float64).reshape(1, 3))
-        if place[0] < 0:
-            return False
-        dx, dy, dz = snapped[0] - np.asarray(point)
-        return math.hypot(dx, dz) <= ON_FLOOR_TOLERANCE and abs(dy) <= MAX_Y_DELTA
-
     def _off_floor(
         self, index: int, ep: MeshEpisode, point: str, episodes: list[MeshEpisode], scene: MeshScene
     ) -> EpisodeError:
@@ -369,7 +281,7 @@ class MeshScenePool:
         the mesh likely stands in another frame than its episodes assume (a wrongly oriented stage): the
         message says how it was oriented and where to say otherwise."""
         starts = [e.start_position for e in episodes if e.scene_id == ep.scene_id]
-        if any(self.on_floor(scene.navmesh, start) for start in starts):
+        if any(on_floor(scene.navmesh, start) for start in starts):
             return self._error(index, ep, f"{point} is not on the navigable floor")
         frame = scene.frame
         return EpisodeError(
@@ -424,7 +336,7 @@ class MeshScenePool:
         for _, scene, rows in self._by_scene(slots):
             navmesh = scene.navmesh
             place, _ = navmesh.project(where[rows])
-            around = _around(navmesh, place)  # [m, 9] local places, -1: none
+            around = navmesh.around(place)  # [m, 9] local places, -1: none
             centres = navmesh.positions[np.maximum(around, 0)]
             hop = np.hypot(centres[..., 0] - where[rows, None, 0], centres[..., 2] - where[rows, None, 2])
             base = self._field_offset[fields_np[rows]][:, None]
@@ -582,22 +494,3 @@ class MeshScenePool:
 
     def close(self) -> None:
         """Nothing runs in the background."""
-
-
-def _largest_finite(field: np.ndarray) -> float:
-    """The largest finite distance of a field: its source's farthest reachable place (0 if none)."""
-    finite = field[np.isfinite(field)]
-    return float(finite.max()) if len(finite) else 0.0
-
-
-def _around(navmesh: NavMesh, place: np.ndarray) -> np.ndarray:
-    """int64 [M, 9]: each place, its 4 linked neighbours and the 4 diagonal places reached through them
-    (-1: none, or where `place` is -1)."""
-    links = navmesh.neighbours
-    here = place.astype(np.int64)
-    columns = [here]
-    for d in range(4):
-        side = np.where(here >= 0, links[np.maximum(here, 0), d], -1).astype(np.int64)
-        corner = np.where(side >= 0, links[np.maximum(side, 0), (d + 1) % 4], -1).astype(np.int64)
-        columns += [side, corner]
-    return np.stack(columns, 1)

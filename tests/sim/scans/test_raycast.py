@@ -15,7 +15,8 @@ pytest.importorskip("embreex", reason="the verify extra (trimesh, embreex)")
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from navzoo.sim.scans.raycast import MeshRenderer, PinholeCamera, TextureWarning  # noqa: E402
+from navzoo.sim.scans.raycast import MeshRenderer, PinholeCamera  # noqa: E402
+from navzoo.sim.scans.surfaces import TextureWarning  # noqa: E402
 
 EYE, MAX_DEPTH = 1.25, 10.0
 
