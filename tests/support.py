@@ -199,3 +199,38 @@ def export_val_meshes(out: Path, episodes: int) -> MeshExport:
         scenes,
         scenes / "navzoo" / CONFIG_NAME,
     )
+
+
+def steps_after_a_resume_match(config, actions: torch.Tensor, checkpoint_after: int) -> list[tuple]:
+    """Step a BatchSim of `config` through `actions` [T, N], checkpointing it (through torch.save) after
+    `checkpoint_after` steps; a second simulator loaded from the checkpoint takes the remaining actions.
+    Asserts that both give the same observations, rewards, dones and metrics, bit for bit, and that a mesh
+    stream swapped a scene in after the checkpoint; returns the first simulator's steps after it."""
+    import io
+
+    from navzoo.sim import BatchSim
+
+    sim = BatchSim(config)
+    sim.reset()
+    for a in actions[:checkpoint_after]:
+        sim.step(a)
+    buffer = io.BytesIO()
+    torch.save(sim.state_dict(), buffer)
+    rotated = sim.meshes.next_scene if sim.meshes is not None else None
+    first = [sim.step(a) for a in actions[checkpoint_after:]]
+    if sim.meshes is not None:
+        assert sim.meshes.next_scene > rotated  # a mesh was swapped in after the checkpoint
+    buffer.seek(0)
+    resumed = BatchSim(config)
+    resumed.load_state_dict(torch.load(buffer, weights_only=True))
+    second = [resumed.step(a) for a in actions[checkpoint_after:]]
+    for (obs_a, reward_a, done_a, info_a), (obs_b, reward_b, done_b, info_b) in zip(
+        first, second, strict=True
+    ):
+        assert obs_a.keys() == obs_b.keys()
+        for key in obs_a:
+            assert torch.equal(obs_a[key], obs_b[key]), key
+        assert torch.equal(reward_a, reward_b) and torch.equal(done_a, done_b)
+        for key in info_a["metrics"]:
+            assert torch.equal(info_a["metrics"][key], info_b["metrics"][key]), key
+    return first

@@ -197,20 +197,24 @@ def reference_forward(ref, state, config, observations, hidden, prev_actions, ma
     prev = prev_actions.squeeze(-1)
     prev = torch.where(masks.view(-1), prev + 1, torch.zeros_like(prev))
     x.append(F.embedding(prev, state["net.prev_action_embedding.weight"]))
-    out = torch.cat(x, dim=1)
+    return recurrent_core_and_heads(ref, state, config, torch.cat(x, dim=1), hidden, masks)
 
+
+def recurrent_core_and_heads(ref, state, config, x, hidden, masks):
+    """habitat's RNN state encoder over the net's input `x` [T*N, D], then NetPolicy's heads: logits,
+    values and the final hidden state, as `reference_forward` returns them."""
     encoder = ref.rnn.build_rnn_state_encoder(
-        out.shape[1], config.hidden_size, config.rnn_type, config.num_recurrent_layers
+        x.shape[1], config.hidden_size, config.rnn_type, config.num_recurrent_layers
     )
-    encoder.load_state_dict(_sub(state, "net.state_encoder."))
+    encoder.load_state_dict(_sub(state, "net.state_encoder."), strict=True)
     n = hidden.shape[0]
     seq_info = None
-    if out.shape[0] != n:
+    if x.shape[0] != n:
         dones = torch.logical_not(masks).view(-1, n).numpy()
         seq_info = ref.rnn.build_rnn_build_seq_info(
             torch.device("cpu"), ref.rnn.build_pack_info_from_dones(dones)
         )
-    out, hidden = encoder(out, hidden, masks, seq_info)
+    out, hidden = encoder(x, hidden, masks, seq_info)
     logits = F.linear(
         out, state["action_distribution.linear.weight"], state["action_distribution.linear.bias"]
     )

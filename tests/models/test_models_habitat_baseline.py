@@ -14,7 +14,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 import navzoo
 from navzoo.cli.convert import register
@@ -29,7 +28,7 @@ from navzoo.zoo.habitat_checkpoints import (
     infer_config,
     policy_to_habitat_state_dict,
 )
-from tests.models.test_models_habitat import TOL, _sub, load_reference, randomize_
+from tests.models.test_models_habitat import TOL, _sub, load_reference, randomize_, recurrent_core_and_heads
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CHANNELS = {"depth": 1, "rgb": 3}
@@ -75,21 +74,8 @@ def reference_forward(ref, habitat_state, config, observations, hidden, masks):
         cnn.load_state_dict(_sub(state, "net.visual_encoder."), strict=True)
         x.append(cnn.eval()(observations))
     x.append(observations[GOAL_SENSOR])
-    out = torch.cat(x, dim=1)
-    encoder = ref.rnn.build_rnn_state_encoder(out.shape[1], config.hidden_size)  # habitat's defaults: GRU, 1
-    encoder.load_state_dict(_sub(state, "net.state_encoder."), strict=True)
-    n = hidden.shape[0]
-    seq_info = None
-    if out.shape[0] != n:
-        dones = torch.logical_not(masks).view(-1, n).numpy()
-        seq_info = ref.rnn.build_rnn_build_seq_info(
-            torch.device("cpu"), ref.rnn.build_pack_info_from_dones(dones)
-        )
-    out, hidden = encoder(out, hidden, masks, seq_info)
-    logits = F.linear(
-        out, state["action_distribution.linear.weight"], state["action_distribution.linear.bias"]
-    )
-    return logits, F.linear(out, state["critic.fc.weight"], state["critic.fc.bias"]), hidden
+    # PointNavBaselineNet's state encoder: build_rnn_state_encoder's defaults, one GRU layer (config's)
+    return recurrent_core_and_heads(ref, state, config, torch.cat(x, dim=1), hidden, masks)
 
 
 def random_inputs(config, lead, seed):

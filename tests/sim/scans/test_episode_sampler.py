@@ -4,7 +4,6 @@ resume, and a tiny PPO run."""
 
 from __future__ import annotations
 
-import io
 import math
 
 import numpy as np
@@ -18,6 +17,7 @@ from navzoo.sim.config import SimConfig
 from navzoo.sim.scans.episode_sampler import EpisodeSampler, PointNavRules, island_radii
 from navzoo.sim.scans.navmesh import build_navmesh
 from navzoo.sim.scans.stage import load_stage
+from tests.support import steps_after_a_resume_match
 
 from . import meshes
 
@@ -195,27 +195,7 @@ def test_resume_continues_a_mesh_stream_exactly(built):
         seed=1,
     )
     actions = torch.randint(0, 4, (14, 3), generator=torch.Generator().manual_seed(0))
-    sim = BatchSim(config)
-    sim.reset()
-    for a in actions[:6]:
-        sim.step(a)
-    buffer = io.BytesIO()
-    torch.save(sim.state_dict(), buffer)
-    rotated = sim.meshes.next_scene
-    first = [sim.step(a) for a in actions[6:]]
-    assert sim.meshes.next_scene > rotated  # a mesh was swapped in after the checkpoint
-    buffer.seek(0)
-    resumed = BatchSim(config)
-    resumed.load_state_dict(torch.load(buffer, weights_only=True))
-    second = [resumed.step(a) for a in actions[6:]]
-    for (obs_a, reward_a, done_a, info_a), (obs_b, reward_b, done_b, info_b) in zip(
-        first, second, strict=True
-    ):
-        for key in obs_a:
-            assert torch.equal(obs_a[key], obs_b[key]), key
-        assert torch.equal(reward_a, reward_b) and torch.equal(done_a, done_b)
-        for key in info_a["metrics"]:
-            assert torch.equal(info_a["metrics"][key], info_b["metrics"][key]), key
+    first = steps_after_a_resume_match(config, actions, checkpoint_after=6)
     assert any(bool(d.any()) for _, _, d, _ in first)
 
 
