@@ -102,10 +102,8 @@ def make_replay(
 ) -> Replay:
     """A replay of an episode `evaluate` ran in `sim`."""
     # The episode travels with the replay, so no episodes file is needed; a replay recorded on a GPU
-    # re-renders on any machine's CPU. On scanned meshes SimConfig wants the file of a fixed split: it stays
-    # there as a record of where the episode came from, and is never read.
-    file_dropped = {} if sim.config.scenes_dir is not None else {"episodes_file": None}
-    config = sim.config.replace(num_envs=1, device="cpu", compile=False, **file_dropped)
+    # re-renders on any machine's CPU.
+    config = sim.config.replace(num_envs=1, device="cpu", compile=False, episodes_file=None)
     return Replay(
         agent=agent,
         model=model,

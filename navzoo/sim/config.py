@@ -157,13 +157,6 @@ class SimConfig(Config):
             return
         if not self.scenes_dir:
             raise ConfigError("scenes_dir", self.scenes_dir, "a folder of scene meshes, or None")
-        if self.episodes_file is None and self.split != "train":
-            raise ConfigError(
-                "episodes_file",
-                None,
-                f"a habitat PointNav episodes file (.json.gz) whose scenes are in scenes_dir: the "
-                f"{self.split} split runs fixed episodes (split='train' samples them from its meshes)",
-            )
 
 
 def _check_device(device: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from navzoo.errors import EpisodeError
+from navzoo.errors import ConfigError, EpisodeError
 from navzoo.sim.navgrid import NavGrid
 from navzoo.sim.scenes import Scene, generate_scene, parse_scene_id, split_scene_ids, stable_seed
 from navzoo.storage.bounded import read_bounded
@@ -175,11 +175,19 @@ def split_episodes(
 
 
 def episodes_for(config) -> list[Episode] | None:
-    """The fixed episodes a SimConfig runs: its episodes_file, else its val or test set; None for train."""
+    """The fixed episodes a SimConfig runs: its episodes_file, else its val or test set; None for train.
+    ConfigError for scanned scenes (scenes_dir) of a fixed split without an episodes file."""
     if config.episodes_file is not None:
         return load_episodes(config.episodes_file, scenes_dir=config.scenes_dir)
     if config.split == "train":
         return None
+    if config.scenes_dir is not None:
+        raise ConfigError(
+            "episodes_file",
+            None,
+            f"a habitat PointNav episodes file (.json.gz) whose scenes are in scenes_dir: the "
+            f"{config.split} split runs fixed episodes (split='train' samples them from its meshes)",
+        )
     return split_episodes(
         config.split,
         config.scene_families,

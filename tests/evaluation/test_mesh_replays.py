@@ -99,8 +99,8 @@ def test_the_file_names_the_mesh_inside_the_scenes_folder_with_3d_positions_and_
     assert data["episode"]["scene_id"] == MESH and data["episode"]["start_position"] == UPPER
     heights = data["trajectory"]["heights"]
     assert len(heights) == down.num_steps + 1 and heights[0] == 2.0 and heights[-1] == 0.0  # down a storey
-    # the episodes file is kept as a record (a fixed split on meshes needs one); the episode is in the replay
-    assert data["sim_config"]["episodes_file"].endswith("stairs.json.gz")
+    # the episode is in the replay: no episodes file is needed to rebuild its scene
+    assert data["sim_config"]["episodes_file"] is None
 
 
 def test_the_last_move_of_a_truncated_episode_keeps_its_floor(house, evaluated):

@@ -15,7 +15,7 @@ from navzoo.errors import ConfigError, EpisodeError, SceneError
 from navzoo.interop.habitat_scenes import CONFIG_NAME, SCENES_FOLDER, export_scenes
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
-from navzoo.sim.episodes import mesh_path
+from navzoo.sim.episodes import episodes_for, mesh_path
 
 EPISODES = 8
 RESOLUTION = (48, 48)
@@ -130,8 +130,8 @@ def test_config_and_scene_paths_follow_habitat():
     assert mesh_path("data/scene_datasets/gibson/Adrian.glb", "/d") == "/d/gibson/Adrian.glb"
     assert mesh_path("gibson/Adrian.glb", "data/scene_datasets") == "data/scene_datasets/gibson/Adrian.glb"
     assert mesh_path("/abs/x.glb", "/d") == "/abs/x.glb"
-    with pytest.raises(ConfigError, match="episodes_file"):
-        SimConfig(scenes_dir="data/scene_datasets", split="val")
+    with pytest.raises(ConfigError, match="episodes_file"):  # a fixed split's episodes come from a file
+        episodes_for(SimConfig(scenes_dir="data/scene_datasets", split="val"))
     with pytest.raises(ConfigError, match="scene_dataset"):
         SimConfig(scene_dataset="x.scene_dataset_config.json")
     for task in ("flee", "explore"):  # a task without a goal runs from the episodes' starts

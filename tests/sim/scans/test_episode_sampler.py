@@ -146,7 +146,7 @@ def test_clear_errors_name_the_folder_or_the_mesh(built, tmp_path):
     with pytest.raises(EpisodeError, match=r"room\.ply: no PointNav episode after 20 targets"):
         far.sample(np.random.default_rng(0))
     with pytest.raises(ConfigError, match="episodes_file"):
-        SimConfig(scenes_dir=str(room), split="val")
+        BatchSim(SimConfig(scenes_dir=str(room), split="val"))
 
 
 def test_the_stream_uses_every_mesh_of_the_folder_reproducibly(built):
