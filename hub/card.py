@@ -14,13 +14,14 @@ from typing import Any
 import yaml
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
+from navzoo.errors import NavzooError
 from navzoo.evaluation import format_estimate
 from navzoo.models import NeuralControllerConfig, config_from_dict
 from navzoo.models.hub_mixin import CARD_BEGIN, CARD_END
 from navzoo.models.metadata import training_records
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import CardText, get_task
-from navzoo.zoo.habitat_checkpoints import habitat_overrides
+from navzoo.zoo.habitat_checkpoints import habitat_overrides, habitat_policy
 
 TRAINED_BY = ("navzoo train", "navzoo finetune")  # provenance sources that carry a training record
 BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation")
@@ -122,8 +123,8 @@ def _summary(name: str, config: dict[str, Any], task: CardText) -> str:
     memory = f"{model.num_recurrent_layers}-layer {model.rnn_type} with {model.hidden_size} units"
     if isinstance(model, NeuralControllerConfig):
         structure = "DD-PPO neural controller: a planner steering a frozen PointGoal policy through its goal"
-    elif _habitat_policy(model):
-        structure = f"habitat-baselines `{_habitat_policy(model)}`"
+    elif exported := _habitat_policy(model):
+        structure = f"habitat-baselines `{exported}`"
     else:
         structure = "habitat-baselines `PointNavResNetPolicy` parameter names around a navzoo encoder"
     encoder = model.backbone or "no visual encoder"
@@ -329,11 +330,12 @@ for _ in range(200):
 
 def _habitat_policy(model: Any) -> str | None:
     """The habitat-baselines policy class the model exports to (`navzoo convert --to habitat`), if any."""
-    if isinstance(model, NeuralControllerConfig) or model.has_seen_map:
+    if isinstance(model, NeuralControllerConfig):
         return None
-    if model.net == "baseline":
-        return "PointNavBaselinePolicy"
-    return "PointNavResNetPolicy" if model.family in ("habitat", "blind") else None
+    try:
+        return habitat_policy(model)
+    except NavzooError:
+        return None
 
 
 def _habitat_usage(repo_id: str, model: Any) -> str:

@@ -7,6 +7,9 @@ import argparse
 from pathlib import Path
 
 from navzoo.cli.options import add_resolution_option, resolution
+from navzoo.errors import NavzooError
+
+CHECKPOINT_SUFFIXES = (".pth", ".pt")
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -45,7 +48,13 @@ def run_convert(args: argparse.Namespace) -> int:
     from navzoo.zoo.habitat_checkpoints import export_habitat_checkpoint, habitat_overrides, habitat_to_policy
 
     src = Path(args.src)
-    to = args.to or ("navzoo" if src.is_file() else "habitat")
+    # A file, or a path named like a checkpoint that is not there (habitat_to_policy says so), converts to
+    # navzoo; a model folder or zoo name to habitat.
+    to = args.to or ("navzoo" if src.is_file() or src.suffix in CHECKPOINT_SUFFIXES else "habitat")
+    if to == "habitat" and (args.model or args.resolution):
+        raise NavzooError(
+            "--model and --resolution say how to read a habitat checkpoint; leave them out with --to habitat"
+        )
     check_destination(args.dst, overwrite=args.overwrite, sources=[src], folder=to == "navzoo")
     if to == "habitat":
         import navzoo

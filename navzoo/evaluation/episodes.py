@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -30,9 +29,6 @@ from navzoo.errors import ConfigError
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.episodes import Episode
 from navzoo.tasks import TASKS, get_task
-
-if TYPE_CHECKING:  # the mesh stack (scipy, trimesh) is loaded by the simulator that has meshes
-    pass
 
 _TRAJECTORY_FIELDS = ("positions", "headings", "heights", "actions", "rewards", "values", "action_probs")
 _COUNTS = ("collisions", "num_steps", "visited_cells")  # EpisodeResult's integer metrics

@@ -22,6 +22,7 @@ SENSORS = (*VISUAL_SENSORS, SEEN_MAP, GOAL_SENSOR)
 HABITAT_BACKBONES = ("resnet18", "resnet50", "resneXt50", "se_resnet50", "se_resneXt50", "se_resneXt101")
 BPS_BACKBONES = ("se_resnet9",)
 SIMPLE_BACKBONES = ("simple_cnn",)  # habitat-baselines' SimpleCNN (PointNavBaselinePolicy's encoder)
+SIMPLE_CNN_MIN_SIDE = 36  # the smallest side its 8/4, 4/2 and 3/1 convolutions leave a pixel of
 TIMM_PREFIX = "timm:"
 RNN_TYPES = ("LSTM", "GRU")
 # The habitat-baselines net a policy's recurrent core follows (`PolicyConfig.net`).
@@ -174,6 +175,13 @@ class PolicyConfig(Config):
             raise ConfigError(
                 "resolution", self.resolution, f"(height, width), integers in 2 .. {MAX_RESOLUTION}"
             )
+        if self.family == "simple" and min(self.encoder_resolution) < SIMPLE_CNN_MIN_SIDE:
+            raise ConfigError(
+                "resolution",
+                self.resolution,
+                f"at least {SIMPLE_CNN_MIN_SIDE} pixels a side for the SimpleCNN (its three convolutions "
+                "leave nothing of a smaller image)",
+            )
         if self.family == "bps" and any(v % 4 for v in self.encoder_resolution):
             raise ConfigError(
                 "resolution", self.resolution, "a size the SpaceToDepth stem can split into 4x4 blocks"
@@ -206,7 +214,16 @@ class PolicyConfig(Config):
             )
         if not self.has_goal or self.has_seen_map:
             raise ConfigError(
-                "sensors", self.sensors, f"cameras and {GOAL_SENSOR} (no {SEEN_MAP}) for net='baseline'"
+                "sensors",
+                self.sensors,
+                f"{GOAL_SENSOR} and cameras or none (no {SEEN_MAP}) for net='baseline'",
+            )
+        if self.input_avgpool or self.normalize_visual_inputs:
+            # habitat's SimpleCNN sees the images as they come: no pooling, RGB only rescaled to [0, 1]
+            raise ConfigError(
+                "input_avgpool/normalize_visual_inputs",
+                (self.input_avgpool, self.normalize_visual_inputs),
+                "False and False for net='baseline'",
             )
 
     def _validate_seen_map(self) -> None:

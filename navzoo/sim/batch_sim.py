@@ -222,7 +222,7 @@ class BatchSim:
         obs = {}
         if cameras and self.meshes is not None:
             obs = self.meshes.observe(
-                self.slot[idx], self.pos[idx], self.heading[idx], self.meshes.height[idx], cameras
+                self.slot[idx], self.pos[idx], self.heading[idx], self.meshes.heights_of(idx), cameras
             )
         elif cameras:
             obs = render.observe(
@@ -250,7 +250,7 @@ class BatchSim:
         """Geodesic distance from points [M, 2] to the goal (Flee: from the start) of the listed envs."""
         idx = slice(None) if envs is None else envs
         if self.meshes is not None:
-            return self.meshes.geodesic(self.slot[idx], self.field[idx], self.meshes.height[idx], points)
+            return self.meshes.geodesic(self.slot[idx], self.field[idx], self.meshes.heights_of(idx), points)
         return self.pool.geodesic(self.field[idx], points)
 
     @property
@@ -392,7 +392,7 @@ class BatchSim:
         """Whether the agent's disc fits at each point [M, 2] in the scene of each listed env."""
         idx = slice(None) if envs is None else envs
         if self.meshes is not None:
-            return self.meshes.is_navigable(self.slot[idx], self.meshes.height[idx], points)
+            return self.meshes.is_navigable(self.slot[idx], self.meshes.heights_of(idx), points)
         return disc_free(
             self.pool.atlas.heights, self.pool.cell_size, self.slot[idx], points, self.config.agent_radius
         )

@@ -273,7 +273,13 @@ def load_episodes(
     if not path.is_file():
         raise EpisodeError(f"episode file {path} does not exist; write one with navzoo.sim.save_episodes")
     content = path.parent / "content"
-    files = [path, *(sorted(content.glob("*.json.gz")) if content.is_dir() else [])]
+    # habitat sorts the scene names (the file names without .json.gz), which can differ from the names' order
+    scenes = (
+        sorted(content.glob("*.json.gz"), key=lambda f: f.name.removesuffix(".json.gz"))
+        if content.is_dir()
+        else []
+    )
+    files = [path, *scenes]
     episodes = [episode for file in files for episode in _episodes_in(file, max_bytes, scenes_dir)]
     if not episodes:
         where = f" or in {content}" if len(files) > 1 else ""

@@ -12,8 +12,9 @@ from navzoo.tasks.base import ACTIONS_TEXT, MOTION_COLUMNS, CardText, Column, Ta
 if TYPE_CHECKING:
     from navzoo.sim.batch_sim import BatchSim
 
-# On scanned scenes: the most cells one episode counts (8,192 m² of 1 m cells per storey, past the floor of
-# any house); an episode shorter than that many steps keeps room for all of its cells.
+# On scanned scenes: the most cells one episode counts, over all storeys (8,192 m² at the default 1 m
+# explore_cell_size, past the floors of any house); an episode shorter than that many steps keeps room for
+# all of its cells.
 MAX_VISITED_CELLS = 1 << 13
 
 
@@ -88,7 +89,7 @@ def _log_visit(sim: BatchSim, envs: torch.Tensor) -> torch.Tensor:
     new and there is room; True there."""
     assert sim.meshes is not None
     keys = sim.meshes.storey_cells(
-        sim.slot[envs], sim.pos[envs], sim.meshes.height[envs], sim.config.explore_cell_size
+        sim.slot[envs], sim.pos[envs], sim.meshes.heights_of(envs), sim.config.explore_cell_size
     )
     log = sim.visited[envs]
     count = (log >= 0).sum(1)

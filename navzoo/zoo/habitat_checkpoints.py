@@ -78,12 +78,14 @@ def read_habitat_checkpoint(path: str | Path) -> dict[str, torch.Tensor]:
     return {k: v for k, v in state.items() if not k.startswith(TRAINING_ONLY)}
 
 
-def infer_config(state: dict[str, torch.Tensor]) -> PolicyConfig:
+def infer_config(state: dict[str, torch.Tensor], resolution: tuple[int, int] | None = None) -> PolicyConfig:
     """Read the architecture off the tensor names and shapes of a PointNav policy state dict.
 
     The input size is not stored in a checkpoint: the result has the square size whose feature map
     matches the compression layer (256x256 for the released models); other sizes with the same feature
-    map work with the same weights (`habitat_to_policy(..., resolution=)`).
+    map work with the same weights (`habitat_to_policy(..., resolution=)`). A PointNavBaselinePolicy's
+    SimpleCNN fixes its input size more tightly: a non-square one is read with `resolution`, checked
+    against its Linear layer.
     """
     rnn = "net.state_encoder.rnn.weight_hh_l{}"
     if rnn.format(0) not in state or "action_distribution.linear.weight" not in state:
@@ -100,7 +102,7 @@ def infer_config(state: dict[str, torch.Tensor]) -> PolicyConfig:
         "num_actions": state["action_distribution.linear.weight"].shape[0],
     }
     if "net.prev_action_embedding.weight" not in state:
-        return _infer_baseline_config(state, common)
+        return _infer_baseline_config(state, common, resolution)
     goal = (GOAL_SENSOR,) if "net.tgt_embeding.weight" in state else ()
     if not any(k.startswith(BACKBONE) for k in state):
         return PolicyConfig(backbone=None, sensors=goal, resolution=None, **common)
@@ -128,7 +130,9 @@ def infer_config(state: dict[str, torch.Tensor]) -> PolicyConfig:
     )
 
 
-def _infer_baseline_config(state: dict[str, torch.Tensor], common: dict[str, Any]) -> PolicyConfig:
+def _infer_baseline_config(
+    state: dict[str, torch.Tensor], common: dict[str, Any], resolution: tuple[int, int] | None
+) -> PolicyConfig:
     """A PointNavBaselinePolicy's architecture: no previous-action embedding, a SimpleCNN or none."""
     if BASELINE_FIRST_CONV not in state:
         if state["net.state_encoder.rnn.weight_ih_l0"].shape[1] != GOAL_INPUTS:
@@ -143,11 +147,20 @@ def _infer_baseline_config(state: dict[str, torch.Tensor], common: dict[str, Any
         raise WeightsFormatError(
             f"the SimpleCNN takes {channels} input channels; navzoo knows 1 (depth), 3 (rgb), 4"
         )
-    side = _simple_cnn_side(state["net.visual_encoder.cnn.6.weight"].shape[1] // SIMPLE_CNN_CHANNELS)
+    cells = state["net.visual_encoder.cnn.6.weight"].shape[1] // SIMPLE_CNN_CHANNELS
+    if resolution is None:
+        side = _simple_cnn_side(cells)
+        resolution = (side, side)
+    elif math.prod(SimpleCNN.output_size(resolution)) != cells:
+        raise WeightsFormatError(
+            f"a {resolution[0]}x{resolution[1]} image leaves the SimpleCNN "
+            f"{math.prod(SimpleCNN.output_size(resolution))} cells, and the checkpoint's Linear layer reads "
+            f"{cells}: pass the camera size it was trained at"
+        )
     return PolicyConfig(
         backbone="simple_cnn",
         sensors=(*sensors, GOAL_SENSOR),
-        resolution=(side, side),
+        resolution=(int(resolution[0]), int(resolution[1])),
         net="baseline",
         **common,
     )
@@ -158,7 +171,10 @@ def _simple_cnn_side(cells: int) -> int:
     fits (64, 128, 256, as habitat's sensors are set), else the smallest that fits."""
     sides = [s for s in range(36, MAX_INFERRED_SIDE) if math.prod(SimpleCNN.output_size((s, s))) == cells]
     if not sides:
-        raise WeightsFormatError(f"no square image gives a SimpleCNN feature map of {cells} cells")
+        raise WeightsFormatError(
+            f"no square image gives a SimpleCNN feature map of {cells} cells: pass the camera size it was "
+            "trained at (`navzoo convert --resolution H W`)"
+        )
     return next((s for s in sides if s % 32 == 0), sides[0])
 
 
@@ -197,7 +213,7 @@ def habitat_to_policy(
         config = entry.config
     else:
         entry = _released_entry(path.name)
-        config = infer_config(state)
+        config = infer_config(state, resolution)
         if entry is not None and config != entry.config:
             entry = None  # named like a released file but holds something else: no borrowed provenance
     if resolution is not None:
@@ -227,21 +243,49 @@ def convert_habitat_checkpoint(
     return save_pretrained(habitat_to_policy(src, model=model, resolution=resolution), dst)
 
 
-def policy_to_habitat_state_dict(policy: PointNavPolicy) -> dict[str, torch.Tensor]:
-    """`actor_critic.`-prefixed tensors that habitat-baselines' PointNavResNetPolicy (or, for
-    net="baseline", PointNavBaselinePolicy) loads strictly."""
-    config = policy.config
+def habitat_policy(config: PolicyConfig) -> str:
+    """The habitat-baselines policy class that builds this architecture from habitat-baselines' config
+    (`habitat_overrides`): "PointNavResNetPolicy" or "PointNavBaselinePolicy". NavzooError naming what
+    habitat could not build: its `from_config` fixes the ResNet width (base_planes 32), normalises RGB and
+    nothing else, and feeds the GPS+Compass reading as the goal."""
     if config.has_seen_map:
         raise NavzooError(
             f"the policy reads the {SEEN_MAP} sensor, which habitat-baselines' policies have no input for; "
             "only policies of cameras and GPS+Compass can be exported"
         )
-    if config.net == "resnet" and config.family not in ("habitat", "blind"):
+    if config.dummy_goal is not None:
+        raise NavzooError(
+            "the policy reads a fixed dummy goal (a Flee or Explore policy), which habitat-baselines' "
+            "PointNav policies take from the GPS+Compass sensor instead; only PointGoal policies export"
+        )
+    if config.net == "baseline":
+        return "PointNavBaselinePolicy"
+    if config.family not in ("habitat", "blind"):
         raise NavzooError(
             f"backbone {config.backbone!r} with net='resnet' has no habitat-baselines counterpart: "
             f"PointNavResNetPolicy has the ResNets {', '.join(SPECS)}; a simple_cnn policy trained with "
             "policy.net=baseline exports as PointNavBaselinePolicy"
         )
+    if config.family == "habitat":
+        normalized = "rgb" in config.sensors
+        if (config.base_planes, config.input_avgpool, config.normalize_visual_inputs) != (
+            32,
+            True,
+            normalized,
+        ):
+            raise NavzooError(
+                "habitat-baselines builds PointNavResNetPolicy with base_planes=32, its 2x2 input average "
+                f"pool and input normalisation exactly when RGB is seen ({normalized}); this policy has "
+                f"base_planes={config.base_planes}, input_avgpool={config.input_avgpool}, "
+                f"normalize_visual_inputs={config.normalize_visual_inputs}"
+            )
+    return "PointNavResNetPolicy"
+
+
+def policy_to_habitat_state_dict(policy: PointNavPolicy) -> dict[str, torch.Tensor]:
+    """`actor_critic.`-prefixed tensors that habitat-baselines' `habitat_policy(config)` loads strictly."""
+    config = policy.config
+    habitat_policy(config)  # refuses what habitat-baselines could not build
     state = {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
     if config.net == "baseline":
         state = _to_baseline_names(state, config)
@@ -286,11 +330,9 @@ def habitat_overrides(config: PolicyConfig) -> list[str]:
     """habitat-baselines config overrides (Hydra syntax) that build the policy this architecture exports to,
     with the cameras it reads at the size it was trained at (the other sensor settings are habitat's
     defaults, as navzoo's are)."""
-    if config.net == "baseline":
-        overrides = ["habitat_baselines.rl.policy.main_agent.name=PointNavBaselinePolicy"]
-    else:
-        overrides = [
-            "habitat_baselines.rl.policy.main_agent.name=PointNavResNetPolicy",
+    overrides = [f"habitat_baselines.rl.policy.main_agent.name={habitat_policy(config)}"]
+    if config.net == "resnet":
+        overrides += [
             f"habitat_baselines.rl.ddppo.backbone={config.backbone or 'resnet50'}",
             f"habitat_baselines.rl.ddppo.rnn_type={config.rnn_type}",
             f"habitat_baselines.rl.ddppo.num_recurrent_layers={config.num_recurrent_layers}",

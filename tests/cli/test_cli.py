@@ -54,11 +54,11 @@ def test_a_mistyped_command_gets_a_suggestion(capsys):
 
 def test_print_config_takes_options_and_overrides_in_any_order(capsys):
     argv = ["train", "sim.num_envs=8", "navzoo-pointnav-depth", "--scene-families", "office", "apartment"]
-    argv += ["ppo.lr=1e-4", "--resolution", "32", "48", "--frames", "3e6", "--threads", "1", "seed=7"]
+    argv += ["ppo.lr=1e-4", "--resolution", "40", "56", "--frames", "3e6", "--threads", "1", "seed=7"]
     config = _printed_config(capsys, [*argv, "--print-config"])
     assert config["sim"]["num_envs"] == 8 and config["ppo"]["lr"] == 1e-4 and config["seed"] == 7
     assert config["sim"]["scene_families"] == ["office", "apartment"]
-    assert config["sim"]["resolution"] == [32, 48]
+    assert config["sim"]["resolution"] == [40, 56]
     assert (config["total_frames"], config["torch_threads"]) == (3_000_000, 1)
     # The options are the config keys' shortcuts: an option wins over an override of the same key.
     config = _printed_config(

@@ -27,7 +27,7 @@ from tests.hub.fake_hub import TOKEN
 
 REPO = "someone/depth-agent"
 SMALL = PolicyConfig(
-    backbone="simple_cnn", sensors=("depth", GOAL_SENSOR), resolution=(32, 32), hidden_size=16
+    backbone="simple_cnn", sensors=("depth", GOAL_SENSOR), resolution=(40, 40), hidden_size=16
 )
 
 

@@ -198,6 +198,8 @@ def test_a_simple_cnn_with_the_resnet_net_is_refused_naming_the_fix(tmp_path):
         ({"num_recurrent_layers": 2}, "rnn_type"),
         ({"sensors": ("depth",)}, "sensors"),
         ({"net": "lstm"}, "net"),
+        ({"normalize_visual_inputs": True}, "normalize_visual_inputs"),
+        ({"resolution": (32, 32)}, "resolution"),
     ],
 )
 def test_baseline_configs_habitat_cannot_build_are_refused(changes, field):
@@ -231,3 +233,36 @@ def test_the_shipped_blind_agent_exports_to_habitat_s_resnet_policy(ref):
             ref, state, policy.config, obs, hidden, prev.view(n, 1), masks.view(n, 1)
         )
     torch.testing.assert_close(out.distribution.logits, torch.log_softmax(logits, -1), **TOL)
+
+
+def test_a_non_square_camera_converts_back_with_its_size(tmp_path, capsys):
+    config = baseline(("depth",), (120, 160))
+    policy = prepared(config, seed=9)
+    save_pretrained(policy, tmp_path / "model")
+    assert cli(tmp_path / "model", tmp_path / "model.pth") == 0  # a folder converts to habitat
+    with pytest.raises(NavzooError, match=r"navzoo convert --resolution H W"):
+        habitat_to_policy(tmp_path / "model.pth")
+    with pytest.raises(NavzooError, match=r"a 64x64 image .* pass the camera size"):
+        habitat_to_policy(tmp_path / "model.pth", resolution=(64, 64))
+    assert cli(tmp_path / "model.pth", tmp_path / "back", "--resolution", "120", "160") == 0
+    assert navzoo.load(tmp_path / "back").config == config
+
+
+@pytest.mark.parametrize(
+    ("config", "refusal"),
+    [
+        (PolicyConfig(backbone="resnet18", resolution=(64, 64), base_planes=8), "base_planes=32"),
+        (PolicyConfig(backbone="resnet18", resolution=(64, 64), input_avgpool=False), "average pool"),
+        (PolicyConfig(backbone=None, sensors=(), resolution=None, dummy_goal=(1.0, 0.0)), "dummy goal"),
+    ],
+)
+def test_what_habitat_could_not_build_is_refused_with_the_reason(config, refusal, tmp_path):
+    with pytest.raises(NavzooError, match=refusal):
+        export_habitat_checkpoint(PointNavPolicy(config), tmp_path / "x.pth")
+
+
+def test_convert_names_a_missing_checkpoint_and_refuses_reading_options_for_habitat(tmp_path, capsys):
+    with pytest.raises(NavzooError, match=r"ckpt\.pth does not exist"):
+        cli(tmp_path / "ckpt.pth", tmp_path / "out")
+    with pytest.raises(NavzooError, match="leave them out with --to habitat"):
+        cli("navzoo-pointnav-blind", tmp_path / "b.pth", "--model", "pointnav-blind")

@@ -59,3 +59,14 @@ def test_no_episodes_anywhere_names_both_places(split):
         file.write_bytes(gzip.compress(json.dumps({"episodes": []}).encode()))
     with pytest.raises(EpisodeError, match=r"holds no episodes or in .*content"):
         load_episodes(split)
+
+
+def test_scenes_are_ordered_by_name_as_habitat_lists_them(tmp_path, episodes):
+    """habitat sorts scene names, not file names: "a" before "a-b", though "a-b.json.gz" < "a.json.gz"."""
+    folder = tmp_path / "train"
+    (folder / "content").mkdir(parents=True)
+    (folder / "train.json.gz").write_bytes(gzip.compress(b'{"episodes": []}'))
+    save_episodes(episodes[:1], folder / "content" / "a-b.json.gz")
+    save_episodes(episodes[1:2], folder / "content" / "a.json.gz")
+    loaded = load_episodes(folder / "train.json.gz")
+    assert [e.episode_id for e in loaded] == [episodes[1].episode_id, episodes[0].episode_id]

@@ -90,23 +90,16 @@ class _EmbreeCaster:
         self.scene = EmbreeScene()
         centred = (vertices - self.centre).astype(np.float32)
         TriangleMesh(self.scene, centred, np.ascontiguousarray(faces, np.int32))
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_size = 0
 
     def cast(self, eyes: np.ndarray, camera_directions: np.ndarray, yaws: np.ndarray, surfaces: bool) -> Hits:
-        groups = np.array_split(np.arange(len(yaws)), min(torch.get_num_threads(), len(yaws)))
-        groups = [g for g in groups if len(g)]
+        groups = np.array_split(np.arange(len(yaws)), max(1, min(torch.get_num_threads(), len(yaws))))
         eyes = eyes - self.centre
         if len(groups) == 1:
             parts = [self._cast(eyes, camera_directions, yaws, surfaces)]
         else:
-            if self._pool is None or self._pool_size < len(groups):
-                if self._pool is not None:
-                    self._pool.shutdown()
-                self._pool = ThreadPoolExecutor(len(groups), thread_name_prefix="embree")
-                self._pool_size = len(groups)
+            pool = _CastThreads.at_least(len(groups))
             parts = list(
-                self._pool.map(lambda g: self._cast(eyes[g], camera_directions, yaws[g], surfaces), groups)
+                pool.map(lambda g: self._cast(eyes[g], camera_directions, yaws[g], surfaces), groups)
             )
         return Hits(*(torch.from_numpy(np.concatenate(column)) for column in zip(*parts, strict=True)))
 
@@ -121,6 +114,22 @@ class _EmbreeCaster:
             return z, face, zero, zero
         hit = self.scene.run(origins, directions, dists=FAR_PLANE, output=1)
         return tuple(hit[k] for k in ("tfar", "primID", "u", "v"))
+
+
+class _CastThreads:
+    """The one thread pool every mesh's caster casts on, grown to the most threads asked for; its threads
+    wait idle between calls and end with the process."""
+
+    pool: ThreadPoolExecutor | None = None
+    size = 0
+
+    @classmethod
+    def at_least(cls, count: int) -> ThreadPoolExecutor:
+        if cls.pool is None or cls.size < count:
+            if cls.pool is not None:
+                cls.pool.shutdown(wait=False)
+            cls.pool, cls.size = ThreadPoolExecutor(count, thread_name_prefix="embree"), count
+        return cls.pool
 
 
 def _rotate(directions: np.ndarray, yaws: np.ndarray) -> np.ndarray:

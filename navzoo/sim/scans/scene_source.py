@@ -310,6 +310,10 @@ class MeshScenePool:
         """The floor height (habitat's y) at the start of episode `index`."""
         return float(self._start_height[index])
 
+    def heights_of(self, envs: torch.Tensor | slice) -> torch.Tensor:
+        """Floor heights (float64, CPU) of the listed environments: a slice, or indices on any device."""
+        return self.height[envs.cpu() if isinstance(envs, torch.Tensor) else envs]
+
     def begin(self, envs: torch.Tensor, index: torch.Tensor) -> None:
         """Episodes `index` start in `envs`: their agents stand at the start's height."""
         self.height[envs.cpu()] = self._start_height[index.cpu()]
@@ -493,4 +497,4 @@ class MeshScenePool:
         self.height = state["height"].clone().double()
 
     def close(self) -> None:
-        """Nothing runs in the background."""
+        """Nothing of its own runs in the background (the cast threads are shared by every mesh renderer)."""

@@ -53,3 +53,11 @@ def test_images_with_two_threads_equal_those_with_one(threads, cameras):
             assert one[name].shape[0] == cameras
             assert torch.equal(one[name], two[name]), name
     assert (images[1, ("depth",)]["depth"] > 0).all()  # the room is closed: every ray meets a surface
+
+
+def test_no_cameras_render_empty_images(threads):
+    threads(2)
+    images = MeshRenderer.from_trimesh(furnished_room(), PinholeCamera(24, 32)).render(
+        np.zeros((0, 3)), np.zeros(0)
+    )
+    assert images["depth"].shape == (0, 24, 32, 1) and images["rgb"].shape == (0, 24, 32, 3)
