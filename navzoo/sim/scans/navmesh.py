@@ -250,6 +250,16 @@ class NavMesh:
             return math.inf
         return float(self.distance_field(goals)[place[0]])
 
+    def layer_of(self, place: np.ndarray) -> np.ndarray:
+        """int64 [M]: each place's rank among the places of its column, lowest first (0 where `place` is
+        -1): which of the floors stacked there it is."""
+        place = np.asarray(place, np.int64)
+        on = place >= 0
+        layer = np.zeros(len(place), np.int64)
+        # places are sorted by column, then height
+        layer[on] = place[on] - np.searchsorted(self.column, self.column[place[on]], side="left")
+        return layer
+
     def around(self, place: np.ndarray) -> np.ndarray:
         """int64 [M, 9]: each place, its 4 linked neighbours and the 4 diagonal places reached through them
         (-1: none, or where `place` is -1)."""

@@ -4,20 +4,18 @@ dataset (SimConfig.episodes_file, fixed), or, for training without one, a stream
 generator rules (navzoo.sim.scans.episode_sampler) on the meshes of the scenes folder. A task without a goal
 (Flee, Explore) takes an episode's start pose and ignores its goal.
 
-Each mesh the episodes name is loaded once (navzoo.sim.scans.stage), with its navmesh (built once and
-cached on disk, navzoo.sim.scans.cache) and its Embree renderer (navzoo.sim.scans.raycast). Agents keep
-BatchSim's floor coordinates, (x, y) = habitat's (x, -z) with heading = habitat's yaw + pi/2, so the tasks
-and GPS+Compass read them as they read the native scenes'; the pool keeps each agent's floor height
-(habitat's y). Geodesic distances come from one distance field over the navmesh per distinct goal set, or
-start for a task without a goal (fixed episodes), or per environment (the stream, whose Flee episodes start
-at the sampled goal, the field's source, as native Flee episodes start at their field's anchor).
+Each mesh is loaded once (navzoo.sim.scans.mesh_scenes: the stage, its cached navmesh, its renderer). Agents
+keep BatchSim's floor coordinates, (x, y) = habitat's (x, -z) with heading = habitat's yaw + pi/2, as the
+tasks and GPS+Compass read the native scenes'; the pool keeps each agent's floor height (habitat's y).
+Geodesic distances come from one distance field over the navmesh per distinct goal set, or start for a task
+without a goal (fixed episodes), or per environment (the stream, whose Flee episodes start at the sampled
+goal, the field's source, as native Flee episodes start at their field's anchor).
 
 The stream: every mesh below scenes_dir (or those the scene dataset config lists), in a reproducible
-shuffled order, with at most scenes_in_memory of them loaded; as navzoo.sim.pool's training pool does, one
-slot at a time stops taking new episodes after episodes_per_scene starts and, once empty, takes the next
-mesh. An environment's k-th episode (its slot among the active ones, then habitat's generator) draws from a
-numpy generator seeded by (environment seed, k), so with the rotation counters in `state_dict` a resumed
-run continues exactly.
+shuffled order, at most scenes_in_memory of them loaded; as navzoo.sim.pool's training pool does, one slot at
+a time stops taking episodes after episodes_per_scene starts and, once empty, takes the next mesh. An
+environment's k-th episode draws from a numpy generator seeded by (environment seed, k), so with the
+rotation counters in `state_dict` a resumed run continues exactly.
 """
 
 from __future__ import annotations
@@ -86,7 +84,6 @@ class MeshScenePool:
             scene.offset = offset
             offset += scene.navmesh.size
         navmeshes = [s.navmesh for s in self.scenes]
-        self._lowest_floor = torch.tensor([float(m.y.min()) for m in navmeshes], dtype=torch.float64)
         self._grids = (
             np.stack([m.origin for m in navmeshes]),
             np.array([m.shape for m in navmeshes], np.int64),
@@ -350,12 +347,14 @@ class MeshScenePool:
 
     def storey_cells(self, slots, points, heights, cell: float) -> torch.Tensor:
         """int64 [M]: a key of the `cell`-metre square of the floor, and of the storey, where each floor point
-        [M, 2] at height [M] in scenes `slots` lies. Storeys are bands of the agent's height above the scene's
-        lowest floor: floors stacked in one column stand at least that far apart, so they fall in different
-        bands (a stair flight's cells may fall in two)."""
-        storey = (heights.cpu() - self._lowest_floor[slots.cpu()]) / self.config.agent_height
+        [M, 2] at height [M] in scenes `slots` lies. A point's storey is the rank of its navmesh place in its
+        column, lowest first, so floors stacked in one column count apart whatever their spacing."""
+        where = self._points(points, heights)
+        storey = np.zeros(len(where), np.int64)
+        for _, scene, rows in self._by_scene(slots):
+            storey[rows] = scene.navmesh.layer_of(scene.navmesh.project(where[rows])[0])
         square = torch.floor(points.detach().cpu().double() / cell).long() + CELL_KEY_OFFSET
-        key = (storey.floor().long() * CELL_KEY_SPAN + square[:, 1]) * CELL_KEY_SPAN + square[:, 0]
+        key = (torch.from_numpy(storey) * CELL_KEY_SPAN + square[:, 1]) * CELL_KEY_SPAN + square[:, 0]
         return key.to(points.device)
 
     def is_navigable(self, slots, heights, points) -> torch.Tensor:

@@ -64,6 +64,19 @@ def test_stairs_join_storeys_that_stay_apart(tmp_path, ceiling):
     assert navmesh.island_of(np.array([ground, top]))[0] == navmesh.island_of(top[None])[0]
 
 
+def test_stacked_floors_are_layers_whatever_their_spacing(tmp_path):
+    """An upper floor sloping from 2.9 to 3.1 m over a ground floor: every place on it is the second
+    layer of its column, so a storey does not split where its height crosses a multiple of anything."""
+    scene = Builder().floor(0, 10, 0, 4, 0.0).quad((6, 2.9, 0), (4, 0.2, 0), (0, 0, 4), (0, 1, 0))
+    navmesh = navmesh_of(scene, tmp_path)
+    layers = navmesh.layer_of(np.arange(navmesh.size))
+    upper = navmesh.y > 2.0
+    assert upper.any() and (layers[upper] == 1).all() and (layers[~upper] == 0).all()
+    ends = navmesh.project(np.array([[6.5, 3.0, 2.0], [9.5, 3.2, 2.0], [8.0, 0.0, 2.0]]))[0]
+    assert navmesh.layer_of(ends).tolist() == [1, 1, 0]
+    assert navmesh.layer_of(np.array([-1])).tolist() == [0]
+
+
 def test_a_step_higher_than_the_climb_cuts_the_stairs(tmp_path):
     navmesh = navmesh_of(stairs(rise=0.3, top=2.1), tmp_path)
     ground, top = np.array([1.0, 0, 0.75]), np.array([8.0, 2.1, 0.75])
