@@ -49,15 +49,17 @@ def num_episodes(config: SimConfig) -> int:
 
 def file_episodes(config: SimConfig) -> tuple[Episode, ...]:
     """The episodes of config.episodes_file (on the meshes of config.scenes_dir where set), read again
-    when the file changes."""
+    when the file, or a per-scene file of its content/ folder, changes."""
     assert config.episodes_file is not None
     path = Path(config.episodes_file)
-    changed = path.stat().st_mtime_ns if path.is_file() else None  # a missing file: load_episodes says so
+    # A missing file is not an error here: load_episodes says so.
+    files = [path, *sorted((path.parent / "content").glob("*.json.gz"))] if path.is_file() else []
+    changed = tuple((str(f), f.stat().st_mtime_ns) for f in files)
     return _read_episodes(config.episodes_file, config.scenes_dir, changed)
 
 
 @lru_cache(maxsize=4)
-def _read_episodes(path: str, scenes_dir: str | None, changed: int | None) -> tuple[Episode, ...]:
+def _read_episodes(path: str, scenes_dir: str | None, changed: tuple) -> tuple[Episode, ...]:
     return tuple(load_episodes(path, scenes_dir=scenes_dir))
 
 
