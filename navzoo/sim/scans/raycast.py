@@ -16,9 +16,10 @@ Backends:
 - CPU: Intel Embree through `embreex`, one scene built per mesh. The N cameras are split into as many
   contiguous groups as torch has threads (`torch.set_num_threads`, as for the grid renderer), each cast by
   one `run` call on a thread of its own: embreex releases the GIL while it casts.
-- CUDA: NVIDIA Warp (`warp-lang` >= 1.0, optional) when the device is CUDA and `warp` imports: a `wp.Mesh`
-  and one kernel launch with `wp.mesh_query_ray` per pixel. UNTESTED: written without a GPU at hand; no
-  test needs it, and the CPU path is the reference.
+- CUDA: NVIDIA Warp (`warp-lang` >= 1.0, the `cuda` extra) when the device is CUDA and `warp` imports: a
+  `wp.Mesh` and one kernel launch with `wp.mesh_query_ray` per pixel. Warp runs the same kernel on the CPU,
+  where tests/sim/scans/test_raycast_warp.py checks it against Embree (where warp is installed); it has not
+  run on a CUDA device yet.
 Habitat's near plane (0.01 m) is not modelled: a surface closer than that is drawn, not clipped.
 """
 
@@ -152,8 +153,8 @@ def _warp_available() -> bool:
 
 
 class _WarpCaster:
-    """One `wp.Mesh` of the mesh on a CUDA device, cast by one kernel launch (see the module docstring:
-    untested here)."""
+    """One `wp.Mesh` of the mesh, cast by one kernel launch. The renderer uses it on CUDA devices; Warp runs
+    the same kernel on the CPU too, which is how the tests check it against Embree."""
 
     def __init__(self, vertices: np.ndarray, faces: np.ndarray, device: torch.device):
         import warp as wp  # pyright: ignore[reportMissingImports]
@@ -161,7 +162,7 @@ class _WarpCaster:
         wp.init()
         self.wp = wp
         self.device = device
-        self.wp_device = f"cuda:{device.index or 0}"
+        self.wp_device = "cpu" if device.type == "cpu" else f"cuda:{device.index or 0}"
         self.points = wp.array(vertices.astype(np.float32), dtype=wp.vec3, device=self.wp_device)
         self.indices = wp.array(faces.astype(np.int32).ravel(), dtype=wp.int32, device=self.wp_device)
         self.mesh = wp.Mesh(points=self.points, indices=self.indices)
