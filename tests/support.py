@@ -216,10 +216,10 @@ def steps_after_a_resume_match(config, actions: torch.Tensor, checkpoint_after: 
         sim.step(a)
     buffer = io.BytesIO()
     torch.save(sim.state_dict(), buffer)
-    rotated = sim.meshes.next_scene if sim.meshes is not None else None
+    rotated = sim.meshes.rotation.next_scene if sim.meshes is not None else None
     first = [sim.step(a) for a in actions[checkpoint_after:]]
     if sim.meshes is not None:
-        assert sim.meshes.next_scene > rotated  # a mesh was swapped in after the checkpoint
+        assert sim.meshes.rotation.next_scene > rotated  # a mesh was swapped in after the checkpoint
     buffer.seek(0)
     resumed = BatchSim(config)
     resumed.load_state_dict(torch.load(buffer, weights_only=True))

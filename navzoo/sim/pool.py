@@ -8,7 +8,6 @@ pool's whole state is a few stream indices and counters (`state_dict`).
 """
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -26,6 +25,7 @@ from navzoo.sim.episodes import (
 from navzoo.sim.materials import material_table
 from navzoo.sim.navgrid import NAV_SUBDIVISION
 from navzoo.sim.render import SceneAtlas
+from navzoo.sim.rotation import SceneRotation
 from navzoo.sim.scenes import CELL_SIZE, FAMILIES, SCENES_PER_SPLIT, scene_id, stable_seed
 from navzoo.sim.task import lookup_task
 
@@ -91,17 +91,13 @@ class ScenePool:
             self.slots_count, ANCHORS_PER_SCENE, STARTS_PER_ANCHOR, 2, dtype=torch.long, device=self.device
         )
         self.anchors_xy = torch.zeros(self.slots_count, ANCHORS_PER_SCENE, 2, device=self.device)
-        self.next_scene = 0
-        self.slot_scene = [-1] * self.slots_count  # index k in the training stream of each slot's scene
-        for slot in range(self.slots_count):
-            self._fill_from_stream(slot, self.next_scene)
-            self.next_scene += 1
-        self.rotating = self.slots_count >= 2
-        self.retiring = -1  # slot that takes no new episodes until its last one ends
-        self.episodes_since_retire = 0
-        if self.rotating:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="navzoo-scenes")
-            self._prefetch()
+        self.rotation: SceneRotation[SceneAssets] | None = SceneRotation(
+            self.slots_count,
+            cfg.episodes_per_scene,
+            rotating=self.slots_count >= 2,  # the training split's stream never ends
+            load=lambda k: _assets(cfg, train_scene_id(cfg, k)),
+            fill=lambda slot, _, assets: self._fill(slot, assets),
+        )
 
     def _init_fixed(self, episodes: list[Episode]) -> None:
         cfg = self.config
@@ -146,7 +142,7 @@ class ScenePool:
             "goal": torch.tensor(table["goal"], dtype=torch.float32, device=self.device),
             "field": torch.tensor(table["field"], dtype=torch.long, device=self.device),
         }
-        self.rotating = False
+        self.rotation = None
         self._refuse_solved_at_start(episodes)
 
     def _refuse_solved_at_start(self, episodes: list[Episode]) -> None:
@@ -263,13 +259,6 @@ class ScenePool:
         self.fields[index, :rows, :cols] = torch.from_numpy(field)
         self.field_max[index] = float(field[np.isfinite(field)].max())
 
-    def _fill_from_stream(self, slot: int, k: int, assets: SceneAssets | None = None) -> None:
-        """Put the k-th scene of the training stream in a slot (its assets built here unless given)."""
-        if assets is None:
-            assets = _assets(self.config, train_scene_id(self.config, k))
-        self._fill(slot, assets)
-        self.slot_scene[slot] = k
-
     def _fill(self, slot: int, assets: SceneAssets) -> None:
         """Put a training scene in a slot, with exactly ANCHORS_PER_SCENE anchors (repeated if fewer)."""
         self._write_scene(slot, assets)
@@ -281,44 +270,25 @@ class ScenePool:
         self.anchors_xy[slot] = torch.from_numpy(centres).float().to(self.device)
 
     # --- rotation of training scenes -----------------------------------------------------------------
-    def _prefetch(self) -> None:
-        sid = train_scene_id(self.config, self.next_scene)
-        assert self._executor is not None  # a rotating pool has one until close()
-        self._pending = self._executor.submit(_assets, self.config, sid)
-
     def active_slots(self) -> torch.Tensor:
-        slots = torch.arange(self.slots_count, device=self.device)
-        return slots[slots != self.retiring]
+        assert self.rotation is not None  # a training stream's pool
+        return torch.from_numpy(self.rotation.active_slots()).to(self.device)
 
     def note_episodes_started(self, count: int, slots_in_use: torch.Tensor) -> None:
-        """Advance rotation: retire a slot every `episodes_per_scene` starts; refill it once it is empty."""
-        if not self.rotating:
-            return
-        self.episodes_since_retire += count
-        if self.retiring < 0 and self.episodes_since_retire >= self.config.episodes_per_scene:
-            self.retiring = self.next_scene % self.slots_count
-            self.episodes_since_retire = 0
-        if self.retiring >= 0 and not bool((slots_in_use == self.retiring).any()):
-            self._fill_from_stream(self.retiring, self.next_scene, self._pending.result())
-            self.next_scene += 1
-            self.retiring = -1
-            self._prefetch()
+        """Advance the rotation of training scenes (navzoo.sim.rotation)."""
+        if self.rotation is not None:
+            self.rotation.note_episodes_started(count, slots_in_use)
 
     # --- checkpointing ---------------------------------------------------------------------------------
     def state_dict(self) -> dict:
         """The pool's position in its scene stream, as plain ints and lists."""
         if self.fixed:
             return {"kind": "fixed", "slots": self.slots_count, "episodes": len(self.episodes["slot"])}
-        return {
-            "kind": "stream",
-            "slot_scene": list(self.slot_scene),
-            "next_scene": self.next_scene,
-            "retiring": self.retiring,
-            "episodes_since_retire": self.episodes_since_retire,
-        }
+        assert self.rotation is not None  # a training stream's pool
+        return {"kind": "stream", **self.rotation.state_dict()}
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore `state_dict()`: refill the slots whose scene differs and prefetch the next scene."""
+        """Restore `state_dict()` (the rotation's: navzoo.sim.rotation)."""
         mine = self.state_dict()
         if state.get("kind") != mine["kind"]:
             raise NavzooError(
@@ -339,21 +309,13 @@ class ScenePool:
                 f"checkpoint was written with scenes_in_memory={len(state['slot_scene'])}, this simulator "
                 f"has {self.slots_count}; resume with the same sim config"
             )
-        for slot, k in enumerate(state["slot_scene"]):
-            if self.slot_scene[slot] != k:
-                self._fill_from_stream(slot, int(k))
-        self.next_scene = int(state["next_scene"])
-        self.retiring = int(state["retiring"])
-        self.episodes_since_retire = int(state["episodes_since_retire"])
-        if self.rotating:
-            self._pending.cancel()  # it may be for another scene; if already running, its result goes unread
-            self._prefetch()
+        assert self.rotation is not None  # a training stream's pool
+        self.rotation.load_state_dict(state)
 
     def close(self) -> None:
-        executor: ThreadPoolExecutor | None = getattr(self, "_executor", None)
-        if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
+        rotation = getattr(self, "rotation", None)  # absent where __init__ failed before making it
+        if rotation is not None:
+            rotation.close()
 
 
 def _field_for(assets: SceneAssets, cell: tuple[int, int]) -> np.ndarray:

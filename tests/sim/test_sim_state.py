@@ -78,7 +78,9 @@ def test_resumed_simulator_continues_bit_identically(config):
     a.reset(seed=[100 + i for i in range(config.num_envs)])  # seeds a fresh simulator would not have
     # Save at the hardest moment for a rotating pool: after a swap, with a slot retiring and a prefetch out.
     steps = 0
-    while steps < 20 or (a.pool.rotating and a.pool.retiring < 0):
+    rotation = a.pool.rotation
+    rotating = rotation is not None and rotation.rotating
+    while steps < 20 or (rotating and rotation.retiring < 0):
         a.step(random_actions())
         steps += 1
         assert steps < 500, "the training pool never retired a slot"
@@ -88,9 +90,9 @@ def test_resumed_simulator_continues_bit_identically(config):
     actions = [random_actions() for _ in range(40)]
     expected = _step_all(a, actions)
     assert any("episode" in info for *_, info in expected)
-    if a.pool.rotating:
+    if rotating:
         assert state["pool"]["next_scene"] > config.scenes_in_memory  # rotated before the save
-        assert a.pool.next_scene > state["pool"]["next_scene"]  # and after it
+        assert rotation.next_scene > state["pool"]["next_scene"]  # and after it
     # Serialised only now: a state dict sharing memory with the simulator would have moved on with it.
     state = _round_trip(state)
     for part in ("config", "pool"):

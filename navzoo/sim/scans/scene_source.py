@@ -29,6 +29,7 @@ import torch
 from navzoo.errors import EpisodeError, NavzooError
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode, MeshEpisode
+from navzoo.sim.rotation import SceneRotation
 from navzoo.sim.scans.episode_sampler import EpisodeSampler, PointNavRules
 from navzoo.sim.scans.frame import stage_config_path
 from navzoo.sim.scans.mesh_scenes import MeshScene, load_mesh_scene, on_floor, scene_paths
@@ -106,21 +107,26 @@ class MeshScenePool:
         self.paths = scene_paths(cfg)
         self.rules = PointNavRules(closest_dist_limit=cfg.min_geodesic, furthest_dist_limit=cfg.max_geodesic)
         self.slots_count = min(cfg.scenes_in_memory, len(self.paths))
-        # As in navzoo.sim.pool: one slot alone never retires (no environment could start an episode).
-        self.rotating = len(self.paths) > self.slots_count >= 2
-        self.scenes = []
-        self.slot_scene = list(range(self.slots_count))  # index k in the mesh stream of each slot's mesh
-        for k in self.slot_scene:
-            self.scenes.append(self._stream_scene(k))
-        self.next_scene = self.slots_count
-        self.retiring = -1  # slot that takes no new episodes until its last one ends
-        self.episodes_since_retire = 0
         n = cfg.num_envs
         self._env_slot = np.full(n, -1, np.int64)  # the slot and goal place of each env's episode
         self._env_goal = np.full(n, -1, np.int64)
         self._capacity = 0
         self._env_fields = np.zeros((n, 0), np.float32)
         self.field_max = torch.zeros(n, device=self.device)  # of each environment's field (Flee's Max(s_0))
+        self.scenes: list[MeshScene] = []
+        self.rotation = SceneRotation(
+            self.slots_count,
+            cfg.episodes_per_scene,
+            rotating=len(self.paths) > self.slots_count >= 2,  # a mesh for every slot stays put
+            load=self._stream_scene,
+            fill=self._fill_slot,
+        )
+
+    def _fill_slot(self, slot: int, k: int, scene: MeshScene) -> None:
+        if slot == len(self.scenes):  # the slots are first filled in order
+            self.scenes.append(scene)
+        else:
+            self.scenes[slot] = scene
         self._index_scenes()
         self._grow_fields()
 
@@ -146,10 +152,6 @@ class MeshScenePool:
             self._fields = grown.reshape(-1)
             self._field_offset = np.arange(self.config.num_envs, dtype=np.int64) * wanted
 
-    def active_slots(self) -> np.ndarray:
-        slots = np.arange(self.slots_count)
-        return slots[slots != self.retiring]
-
     def stream_episodes(self, envs: torch.Tensor, env_seeds: torch.Tensor, counters: torch.Tensor) -> dict:
         """New episodes in `envs`, the k-th (`counters`, before they count this one) of each environment
         drawn from (its seed, k): its slot among the active ones, then habitat's generator on that mesh; it
@@ -157,7 +159,7 @@ class MeshScenePool:
         "heading", "goal", "field") of `envs`."""
         envs_np = envs.cpu().numpy()
         seeds, ks = env_seeds.cpu().numpy(), counters.cpu().numpy()
-        active = self.active_slots()
+        active = self.rotation.active_slots()
         out = {
             "slot": np.zeros(len(envs_np), np.int64),
             "pos": np.zeros((len(envs_np), 2), np.float32),
@@ -189,24 +191,9 @@ class MeshScenePool:
         self.field_max[env] = largest_finite(field)
 
     def note_episodes_started(self, count: int, slots_in_use: torch.Tensor) -> None:
-        """Advance rotation as navzoo.sim.pool.ScenePool does: retire a slot every episodes_per_scene starts,
-        refill it with the stream's next mesh once no environment is in it."""
-        if not self.rotating:
-            return
-        self.episodes_since_retire += count
-        if self.retiring < 0 and self.episodes_since_retire >= self.config.episodes_per_scene:
-            self.retiring = self.next_scene % self.slots_count
-            self.episodes_since_retire = 0
-        if self.retiring >= 0 and not bool((slots_in_use == self.retiring).any()):
-            self._refill(self.retiring, self.next_scene)
-            self.next_scene += 1
-            self.retiring = -1
-
-    def _refill(self, slot: int, k: int) -> None:
-        self.scenes[slot] = self._stream_scene(k)
-        self.slot_scene[slot] = k
-        self._index_scenes()
-        self._grow_fields()
+        """Advance the rotation of the stream's meshes (navzoo.sim.rotation)."""
+        if not self.fixed:
+            self.rotation.note_episodes_started(count, slots_in_use)
 
     # --- episodes ----------------------------------------------------------------------------------------
     def _build_table(self, episodes: list[MeshEpisode], slot_of: dict[str, int]) -> None:
@@ -433,10 +420,7 @@ class MeshScenePool:
             return {
                 "kind": "mesh-stream",
                 "scenes": list(self.paths),
-                "slot_scene": list(self.slot_scene),
-                "next_scene": self.next_scene,
-                "retiring": self.retiring,
-                "episodes_since_retire": self.episodes_since_retire,
+                **self.rotation.state_dict(),
                 "env_slot": torch.from_numpy(self._env_slot.copy()),
                 "env_goal": torch.from_numpy(self._env_goal.copy()),
                 "height": self.height.clone(),
@@ -476,15 +460,7 @@ class MeshScenePool:
                 "scenes_dir, another scenes_in_memory, or fixed episodes); resume with the same scenes_dir, "
                 "scene_dataset and sim config"
             )
-        for slot, k in enumerate(state["slot_scene"]):
-            if self.slot_scene[slot] != k:
-                self.scenes[slot] = self._stream_scene(int(k))
-                self.slot_scene[slot] = int(k)
-        self._index_scenes()
-        self._grow_fields()
-        self.next_scene = int(state["next_scene"])
-        self.retiring = int(state["retiring"])
-        self.episodes_since_retire = int(state["episodes_since_retire"])
+        self.rotation.load_state_dict(state)
         self._env_slot = state["env_slot"].numpy().astype(np.int64).copy()
         self._env_goal = state["env_goal"].numpy().astype(np.int64).copy()
         self._env_fields[:] = np.inf
@@ -496,4 +472,6 @@ class MeshScenePool:
         self.height = state["height"].clone().double()
 
     def close(self) -> None:
-        """Nothing of its own runs in the background (the cast threads are shared by every mesh renderer)."""
+        """Stop the stream's loading thread (the renderers' cast threads are shared by every mesh)."""
+        if not self.fixed:
+            self.rotation.close()
