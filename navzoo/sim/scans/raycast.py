@@ -159,6 +159,8 @@ class _WarpCaster:
     def __init__(self, vertices: np.ndarray, faces: np.ndarray, device: torch.device):
         import warp as wp  # pyright: ignore[reportMissingImports]
 
+        from navzoo.sim.scans.warp_kernel import warp_cast_kernel
+
         wp.init()
         self.wp = wp
         self.device = device
@@ -166,7 +168,7 @@ class _WarpCaster:
         self.points = wp.array(vertices.astype(np.float32), dtype=wp.vec3, device=self.wp_device)
         self.indices = wp.array(faces.astype(np.int32).ravel(), dtype=wp.int32, device=self.wp_device)
         self.mesh = wp.Mesh(points=self.points, indices=self.indices)
-        self.kernel = _warp_kernel()
+        self.kernel = warp_cast_kernel()
 
     def cast(self, eyes: np.ndarray, camera_directions: np.ndarray, yaws: np.ndarray, surfaces: bool) -> Hits:
         wp, dev = self.wp, self.device
@@ -191,44 +193,6 @@ class _WarpCaster:
             device=self.wp_device,
         )
         return Hits(z, face, u, v)
-
-
-def _warp_kernel():
-    """The Warp kernel, defined on first use so that importing this module never needs warp."""
-    import warp as wp  # pyright: ignore[reportMissingImports]
-
-    @wp.kernel
-    def cast_rays(
-        mesh: wp.uint64,
-        eyes: wp.array(dtype=wp.vec3),  # type: ignore[valid-type]
-        yaws: wp.array(dtype=wp.float32),  # type: ignore[valid-type]
-        directions: wp.array(dtype=wp.vec3),  # type: ignore[valid-type]
-        far: wp.float32,
-        z: wp.array(dtype=wp.float32),  # type: ignore[valid-type]
-        face: wp.array(dtype=wp.int32),  # type: ignore[valid-type]
-        u: wp.array(dtype=wp.float32),  # type: ignore[valid-type]
-        v: wp.array(dtype=wp.float32),  # type: ignore[valid-type]
-    ):
-        env, pixel = wp.tid()
-        d = directions[pixel]
-        c, s = wp.cos(yaws[env]), wp.sin(yaws[env])
-        world = wp.vec3(c * d[0] + s * d[2], d[1], c * d[2] - s * d[0])  # forward component stays 1
-        out = env * directions.shape[0] + pixel
-        # t is in multiples of the direction's length: with a unit forward component, that is z-depth.
-        hit = wp.mesh_query_ray(mesh, eyes[env], world, far)
-        if hit.result:
-            z[out] = hit.t
-            face[out] = hit.face
-            # Warp weighs the face's first and second vertices; Embree (and Hits) the second and third.
-            u[out] = hit.v
-            v[out] = 1.0 - hit.u - hit.v
-        else:
-            z[out] = far
-            face[out] = -1
-            u[out] = 0.0
-            v[out] = 0.0
-
-    return cast_rays
 
 
 # --- the renderer ----------------------------------------------------------------------------------------
