@@ -24,17 +24,22 @@ def docs_module(name: str):
     return module
 
 
-@pytest.fixture(scope="session")
-def built_site(tmp_path_factory) -> Path:
-    pytest.importorskip("mkdocs", reason="the docs need their extra: pip install -e '.[docs]'")
-    site = tmp_path_factory.mktemp("site")
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+def mkdocs_build(*args: str) -> subprocess.CompletedProcess:
+    """`mkdocs build --strict` with `args`, run from the repository, its output captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=300,
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "OMP_NUM_THREADS": "1"},
     )
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory) -> Path:
+    pytest.importorskip("mkdocs", reason="the docs need their extra: pip install -e '.[docs]'")
+    site = tmp_path_factory.mktemp("site")
+    done = mkdocs_build("--site-dir", str(site))
     assert done.returncode == 0, f"mkdocs build --strict failed:\n{done.stdout}\n{done.stderr}"
     return site

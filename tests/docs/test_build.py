@@ -4,15 +4,12 @@ field."""
 import argparse
 import dataclasses
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from navzoo.cli.main import COMMANDS, build_parser
-from tests.docs.conftest import DOCS, ROOT, docs_module
+from tests.docs.conftest import DOCS, docs_module, mkdocs_build
 
 reference = docs_module("reference")
 results = docs_module("results")
@@ -185,14 +182,7 @@ def test_a_placeholder_naming_a_missing_file_or_key_fails_the_build(tmp_path, pl
         f"site_name: broken\ndocs_dir: {docs}\nsite_dir: {tmp_path / 'site'}\nstrict: true\n"
         f"hooks:\n  - {DOCS / 'gen' / 'hooks.py'}\nnav:\n  - index.md\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(config)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "OMP_NUM_THREADS": "1"},
-    )
+    done = mkdocs_build("--config-file", str(config))
     assert done.returncode != 0
     output = done.stdout + done.stderr
     assert f"docs/index.md: {message}" in output, output
