@@ -125,9 +125,7 @@ def scene_cost(mesh_path: Path) -> dict[str, float]:
         built = time.perf_counter()
         cached_navmesh(stage, None, Path(cache))
         reread = time.perf_counter()
-    graph = navmesh.graph
-    navmesh_bytes = sum(a.nbytes for a in navmesh.arrays().values())
-    navmesh_bytes += graph.data.nbytes + graph.indices.nbytes + graph.indptr.nbytes
+    navmesh_bytes = sum(a.nbytes for a in navmesh.arrays().values()) + navmesh.geodesics.nbytes
     floor_m2 = navmesh.size * navmesh.cell**2
     return {
         "load_s": loaded - started,

@@ -42,16 +42,16 @@ def navmesh_canvas(navmesh: NavMesh, floor: float, px_per_m: float) -> MapCanvas
 
 def navmesh_path(navmesh: NavMesh, field: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Floor points [K, 2] from `start` (a habitat position [3]) down the distance field `field` [places]
-    to its source, place by place over the navmesh's geodesic graph; just the start off the navmesh."""
+    to its source, each step to the lowest of the place's 8 neighbours; just the start off the navmesh."""
     points = [np.array([start[0], -start[2]], dtype=np.float64)]
     place, _ = navmesh.project(np.asarray(start, np.float64).reshape(1, 3))
     at = int(place[0])
     if at < 0:
         return np.asarray(points)
-    graph = (navmesh.graph + navmesh.graph.T).tocsr()  # its links are stored one way
     positions = navmesh.positions
     while np.isfinite(field[at]) and field[at] > 0:
-        neighbours = graph.indices[graph.indptr[at] : graph.indptr[at + 1]]
+        neighbours = navmesh.around(np.asarray([at]))[0, 1:]
+        neighbours = neighbours[neighbours >= 0]
         if len(neighbours) == 0:
             break
         best = int(neighbours[np.argmin(field[neighbours])])

@@ -37,7 +37,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse.csgraph import dijkstra
 
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError, EpisodeError
@@ -121,7 +120,7 @@ class EpisodeSampler:
 
     def field(self, place: int) -> np.ndarray:
         """float32 [places]: the geodesic distance of every place to `place` (inf on other islands)."""
-        return np.asarray(dijkstra(self.navmesh.graph, directed=False, indices=[place]), np.float32)[0]
+        return self.navmesh.place_fields(np.asarray([place]))[0]
 
     def sample(self, rng: np.random.Generator) -> tuple[SampledEpisode, np.ndarray]:
         """An episode and its goal's distance field (`field`); EpisodeError, naming the mesh, when none is
@@ -139,9 +138,7 @@ class EpisodeSampler:
             usable = np.flatnonzero(self._large[targets])  # rule 1: the target's island radius
             if len(usable) == 0:
                 continue
-            fields = np.asarray(
-                dijkstra(self.navmesh.graph, directed=False, indices=targets[usable]), np.float32
-            )
+            fields = self.navmesh.place_fields(targets[usable])
             ok, geodesic, euclid = self._compatible(
                 targets[usable], sources[usable], keep_draw[usable], fields
             )

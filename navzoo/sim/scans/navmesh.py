@@ -8,9 +8,8 @@ standing place is the top of a walkable span with room for the agent above it an
 2-3 chamfer distance under 2 radii, counted in links, as Recast does), and connected regions under habitat's
 minimum region area are dropped.
 
-Geodesic distances: Dijkstra over the places, each linked to its 16 neighbours (straight, diagonal and
-knight moves) when the cells the segment crosses are linked too, as navzoo.sim.navgrid does; a link's
-length is the 3D distance, so stairs count their rise as habitat's paths do.
+Geodesic distances: Dijkstra over the places' centres and corners (navzoo.sim.scans.geodesics), so that
+paths turn at the corners of the eroded region, as habitat's taut paths do.
 """
 
 from __future__ import annotations
@@ -21,12 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components, dijkstra
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import KDTree
 
 from navzoo.config_base import Config
 from navzoo.errors import ConfigError, SceneError
 from navzoo.sim.scans.floors import connect, standing_spans
+from navzoo.sim.scans.geodesics import GeodesicGraph
 from navzoo.sim.scans.heightfield import build_heightfield, walkable_triangles
 from navzoo.sim.scans.orientation import faces_inside_out
 from navzoo.sim.scans.stage import Stage
@@ -34,17 +34,6 @@ from navzoo.typed_config import check_field_types
 
 SNAP_HALF_EXTENTS = (2.0, 4.0, 2.0)  # habitat's nearest-polygon search box (x, y, z), metres
 MAX_Y_DELTA = 0.5  # habitat's is_navigable: the surface within this of the point
-# The 16-neighbour moves as chains of 4-neighbour links (DIRECTIONS indices); a diagonal needs both orders.
-MOVES = (
-    ((2,),),
-    ((1,),),
-    ((2, 1), (1, 2)),
-    ((0, 1), (1, 0)),
-    ((2, 1, 2),),
-    ((1, 2, 1),),
-    ((0, 1, 0),),
-    ((1, 0, 1),),
-)
 
 
 @dataclass(frozen=True)
@@ -104,11 +93,11 @@ class NavMesh:
     neighbours: np.ndarray  # int32 [N, 4]
     island: np.ndarray  # int32 [N]
     max_climb: float
-    graph: csr_matrix = field(init=False, repr=False)
+    geodesics: GeodesicGraph = field(init=False, repr=False)
     _tree: KDTree = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "graph", self._build_graph())
+        object.__setattr__(self, "geodesics", GeodesicGraph.of(self.positions, self.cell, self.neighbours))
         object.__setattr__(self, "_tree", KDTree(self.positions))
 
     # -- arrays ---------------------------------------------------------------------------------------
@@ -236,12 +225,16 @@ class NavMesh:
     def distance_field(self, goals: np.ndarray) -> np.ndarray:
         """float32 [N]: the geodesic distance in metres from each place to the nearest of `goals` [G, 3]
         (habitat's multi-goal shortest path); inf on other islands, and everywhere if no goal projects."""
-        place, _ = self.project(goals)
-        sources = np.unique(place[place >= 0])
-        if len(sources) == 0:
+        place, point = self.project(goals)
+        found = place >= 0
+        if not found.any():
             return np.full(self.size, np.inf, np.float32)
-        field = dijkstra(self.graph, directed=False, indices=sources, min_only=True)
-        return np.asarray(field, np.float32)
+        return self.geodesics.fields(place[found], point[found], np.zeros(int(found.sum()), np.int64), 1)[0]
+
+    def place_fields(self, places: np.ndarray) -> np.ndarray:
+        """float32 [K, N]: the geodesic distance of every place to each of `places` [K] (its centre)."""
+        places = np.asarray(places, np.int64)
+        return self.geodesics.fields(places, self.positions[places], np.arange(len(places)), len(places))
 
     def geodesic_distance(self, start: np.ndarray, goals: np.ndarray) -> float:
         """The geodesic distance from `start` [3] to the nearest of `goals` [G, 3]; inf if unreachable."""
@@ -294,28 +287,6 @@ class NavMesh:
         if self.size == 0:
             ok_below[:] = ok_above[:] = False
         return np.where(ok_below, below, -1), np.where(ok_above, above, -1)
-
-    def _build_graph(self) -> csr_matrix:
-        """The 16-neighbour graph over places, weighted by 3D length."""
-        positions = self.positions
-        sources, targets = [], []
-        every = np.arange(self.size)
-        for chains in MOVES:
-            ends = []
-            for chain in chains:
-                at = every
-                for direction in chain:
-                    at = np.where(at >= 0, self.neighbours[np.maximum(at, 0), direction], -1)
-                ends.append(at)
-            ok = ends[0] >= 0
-            for other in ends[1:]:
-                ok &= other == ends[0]
-            sources.append(every[ok])
-            targets.append(ends[0][ok])
-        source, target = np.concatenate(sources), np.concatenate(targets)
-        weight = np.linalg.norm(positions[source] - positions[target], axis=1)
-        n = self.size
-        return csr_matrix((weight, (source, target)), shape=(n, n))
 
 
 def largest_finite(field: np.ndarray) -> float:

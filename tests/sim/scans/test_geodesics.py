@@ -1,0 +1,96 @@
+"""Geodesic distances on a navmesh against the taut path: the shortest path inside the union of its places'
+cells, which Detour's string pulling follows (navzoo.sim.scans.geodesics)."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.sparse.csgraph import dijkstra
+
+from navzoo.sim.scans.navmesh import NavmeshConfig, build_navmesh
+from navzoo.sim.scans.stage import load_stage
+from tests.sim.scans.meshes import Builder
+
+# The 16-neighbour metric's worst case: halfway between a straight and a knight move.
+SIXTEEN_NEIGHBOUR_BOUND = 1 / np.cos(np.arctan(0.5) / 2)
+
+
+@pytest.fixture(scope="module")
+def partitioned(tmp_path_factory):
+    """A 6 m x 4 m room with a thin wall from the z = 0 side to z = 2.51 m at x = 3.01 .. 3.09 m."""
+    scene = Builder().box((0, 0, 0), (6, 2.5, 4), inward=True).box((3.01, 0, 0), (3.09, 2.5, 2.51))
+    path = tmp_path_factory.mktemp("geodesics") / "partition.ply"
+    scene.mesh().export(path)
+    return build_navmesh(load_stage(path), NavmeshConfig())
+
+
+def taut_length(navmesh, start: np.ndarray, goal: np.ndarray) -> float:
+    """The shortest path from `start` to `goal` (x, z) inside the closed union of the (one storey's) place
+    cells: Dijkstra over the visibility graph of the union's reflex corners, segments checked every 5 mm."""
+    rows, cols = navmesh.shape
+    free = np.zeros(rows * cols, bool)
+    free[navmesh.column] = True
+    free = free.reshape(rows, cols)
+    padded = np.pad(free, 1)
+    around = padded[:-1, :-1].astype(int) + padded[1:, :-1] + padded[:-1, 1:] + padded[1:, 1:]
+    row, col = np.nonzero(around == 3)  # grid points with 3 of their 4 cells on the floor
+    corners = np.stack([navmesh.origin[0] + col * navmesh.cell, navmesh.origin[2] + row * navmesh.cell], 1)
+
+    def on_floor(x: float, z: float) -> bool:
+        for dx, dz in itertools.product((-1e-6, 1e-6), repeat=2):
+            c = int(np.floor((x + dx - navmesh.origin[0]) / navmesh.cell))
+            r = int(np.floor((z + dz - navmesh.origin[2]) / navmesh.cell))
+            if 0 <= r < rows and 0 <= c < cols and free[r, c]:
+                return True
+        return False
+
+    points = np.concatenate([[start], [goal], corners])
+    weights = np.zeros((len(points), len(points)))
+    for i, j in itertools.combinations(range(len(points)), 2):
+        steps = max(2, int(np.linalg.norm(points[j] - points[i]) / 0.005))
+        segment = points[i] + (points[j] - points[i]) * np.linspace(0, 1, steps)[:, None]
+        if all(on_floor(x, z) for x, z in segment):
+            weights[i, j] = weights[j, i] = np.linalg.norm(points[j] - points[i])
+    return float(dijkstra(weights, indices=[0])[0, 1])
+
+
+def place_centre(navmesh, x: float, z: float) -> np.ndarray:
+    return navmesh.positions[navmesh.place_below(np.array([[x, 0.1, z]]))[0]]
+
+
+@pytest.mark.parametrize(
+    "start, goal, around_the_wall",
+    [
+        ((1.0, 1.0), (5.0, 1.0), True),
+        ((1.02, 0.52), (4.33, 1.87), True),
+        ((2.5, 0.4), (3.6, 0.4), True),  # round the wall's end, legs near the metric's worst angle
+        ((0.5, 3.5), (5.5, 3.5), False),
+        ((1.0, 1.0), (1.5, 3.0), False),  # at the metric's worst angle
+    ],
+)
+def test_geodesics_follow_the_taut_path(partitioned, start, goal, around_the_wall):
+    start, goal = place_centre(partitioned, *start), place_centre(partitioned, *goal)
+    taut = taut_length(partitioned, start[[0, 2]], goal[[0, 2]])
+    straight = float(np.linalg.norm(goal - start))
+    assert (taut > straight + 0.5) == around_the_wall
+    geodesic = partitioned.geodesic_distance(start, goal[None])
+    # Never shorter than the taut path (every segment stays on the floor); longer only by the 16-neighbour
+    # metric's angular error. Paths through cell centres alone would add half a cell of clearance round the
+    # wall's end (about 1.5% more on the third pair, past the bound).
+    assert taut - 1e-6 <= geodesic <= taut * SIXTEEN_NEIGHBOUR_BOUND
+    if goal[2] == start[2] and not around_the_wall:
+        assert geodesic == pytest.approx(straight, abs=1e-5)  # along a row: exact
+
+
+def test_goals_that_share_corners_count_once(partitioned):
+    """Two goals in neighbouring places reach the corners they share once: the field is the smaller of the
+    two goals' fields, not a sum."""
+    goals = np.array([place_centre(partitioned, 1.0, 3.0), place_centre(partitioned, 1.05, 3.0)])
+    goals[:, 0] += [0.02, -0.02]
+    both = partitioned.distance_field(goals)
+    each = np.minimum(partitioned.distance_field(goals[:1]), partitioned.distance_field(goals[1:]))
+    np.testing.assert_allclose(both, each, atol=1e-5)
+    places = partitioned.place_below(goals + np.array([0, 0.1, 0]))
+    rows = partitioned.place_fields(places)
+    centres = partitioned.distance_field(partitioned.positions[places])
+    np.testing.assert_allclose(rows.min(0), centres, atol=1e-5)
