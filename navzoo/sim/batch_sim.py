@@ -389,7 +389,8 @@ class BatchSim:
         return actions
 
     def is_navigable(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
-        """Whether the agent's disc fits at each point [M, 2] in the scene of each listed env."""
+        """Whether the agent's disc fits at each point [M, 2] in the scene of each listed env, on its floor
+        (on a scanned mesh, within a climb of the height it stands at)."""
         idx = slice(None) if envs is None else envs
         if self.meshes is not None:
             return self.meshes.is_navigable(self.slot[idx], self.meshes.heights_of(idx), points)

@@ -345,12 +345,17 @@ class MeshScenePool:
         return key.to(points.device)
 
     def is_navigable(self, slots, heights, points) -> torch.Tensor:
-        """habitat's is_navigable of floor points [M, 2] at heights [M]: a place in the point's column
-        within 0.5 m vertically."""
+        """Whether an agent on the floor at heights [M] could stand at floor points [M, 2]: a standing place
+        in the point's column within a climb of that floor. (habitat's is_navigable, anything within 0.5 m
+        vertically, would take the side of a stair flight two steps up for floor the agent can step on.)"""
         where = self._points(points, heights)
         result = np.zeros(len(where), bool)
         for _, scene, rows in self._by_scene(slots):
-            result[rows] = scene.navmesh.is_navigable(where[rows])
+            navmesh = scene.navmesh
+            place = navmesh.place_below(where[rows])
+            found = place >= 0
+            step = np.abs(navmesh.y[np.maximum(place, 0)] - where[rows, 1])
+            result[rows] = found & (step <= navmesh.max_climb + 1e-6)
         return torch.from_numpy(result).to(points.device)
 
     # --- motion and cameras ------------------------------------------------------------------------------

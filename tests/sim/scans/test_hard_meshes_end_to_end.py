@@ -4,7 +4,6 @@ the simulator refuses it with a message naming the file and the fix."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 
@@ -56,6 +55,9 @@ def inside_out_room() -> Builder:
 # name: (scene, start, goal, the goal's floor height), in habitat's frame (y up)
 CASES = {
     "stairs": (meshes.stairs(0.15, ceiling=True), (1.0, 0.0, 3.0), (8.0, 2.0, 2.0), 2.0),
+    # From under the upper floor, facing the stairs' side, two steps up and more: the way is round to their
+    # foot (an agent that took the side for floor within reach would walk into it).
+    "stairs_from_below": (meshes.two_storeys(), (8.025, 0.0, 2.225), (9.175, 2.0, 1.425), 2.0),
     "ramp": (meshes.ramp(20), (1.0, 0.0, 2.0), (11.0, 1.0, 1.5), 1.0),
     "holed_floor": (meshes.holed_floor(), (1.0, 0.0, 3.0), (5.0, 0.0, 3.0), 0.0),
     "slanted_wall": (meshes.leaning_room(), (5.0, 0.0, 2.0), (1.3, 0.0, 2.0), 0.0),
@@ -65,19 +67,7 @@ CASES = {
 }
 
 
-def write_episode(folder, mesh_name: str, start, goal) -> str:
-    episode = {
-        "episode_id": "0",
-        "scene_id": mesh_name,
-        "start_position": list(start),
-        "start_rotation": [0.0, 0.0, 0.0, 1.0],
-        "goals": [{"position": list(goal), "radius": None}],
-        "info": {},
-    }
-    path = folder / "episodes.json.gz"
-    with gzip.open(path, "wt") as f:
-        json.dump({"episodes": [episode]}, f)
-    return str(path)
+START_YAW = {"stairs_from_below": 1.0}  # radians; 0 for the others
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -86,7 +76,11 @@ def test_the_oracle_reaches_the_goal_on_a_hard_mesh(name, tmp_path):
     scene.mesh().export(tmp_path / f"{name}.ply")
     config = SimConfig(
         split="val",
-        episodes_file=write_episode(tmp_path, f"{name}.ply", start, goal),
+        episodes_file=str(
+            meshes.write_episodes(
+                tmp_path / "episodes.json.gz", f"{name}.ply", [(start, START_YAW.get(name, 0.0), goal)]
+            )
+        ),
         scenes_dir=str(tmp_path),
         num_envs=1,
         sensors=("depth",),
@@ -125,7 +119,9 @@ def test_a_wrongly_oriented_stage_is_refused_naming_its_stage_config(tmp_path):
     meshes.box_room(4, 3, 2.5).mesh().export(tmp_path / "room.glb")
     config = SimConfig(
         split="val",
-        episodes_file=write_episode(tmp_path, "room.glb", (1, 0, 1), (3, 0, 2)),
+        episodes_file=str(
+            meshes.write_episodes(tmp_path / "episodes.json.gz", "room.glb", [((1, 0, 1), 0.0, (3, 0, 2))])
+        ),
         scenes_dir=str(tmp_path),
         num_envs=1,
         sensors=(),
