@@ -101,7 +101,7 @@ def find_tables(value: Any, where: str):
     settings = {k: v for k, v in value.items() if _scalar(v)}
     first = True
     flat = {k: v for k, v in value.items() if isinstance(v, dict) and v and all(map(_scalar, v.values()))}
-    if flat:  # sections of scalars side by side (mesh_round_trip's native and mesh): one table
+    if flat:  # sections of scalars side by side (e.g. mesh_round_trip's start_geodesic_ratio): one table
         yield where, settings, [{"name": k, **v} for k, v in flat.items()]
         first = False
     for key, inner in value.items():
