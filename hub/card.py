@@ -21,7 +21,7 @@ from navzoo.models.hub_mixin import CARD_BEGIN, CARD_END
 from navzoo.models.metadata import training_records
 from navzoo.sim.config import SimConfig
 from navzoo.tasks import CardText, get_task
-from navzoo.zoo.habitat_checkpoints import habitat_overrides, habitat_policy
+from navzoo.zoo.habitat_checkpoints import habitat_override_lines, habitat_policy
 
 TRAINED_BY = ("navzoo train", "navzoo finetune")  # provenance sources that carry a training record
 BASE_TAGS = ("navzoo", "reinforcement-learning", "embodied-ai", "navigation")
@@ -342,7 +342,7 @@ def _habitat_usage(repo_id: str, model: Any) -> str:
     policy = _habitat_policy(model)
     if policy is None:
         return ""
-    overrides = " \\\n    ".join(habitat_overrides(model))
+    overrides = habitat_override_lines(model)
     return f"""## Use in habitat-lab
 
 The weights are habitat-baselines' `{policy}`: export them as a habitat-baselines checkpoint and evaluate

@@ -45,7 +45,11 @@ def run_convert(args: argparse.Namespace) -> int:
     from navzoo.models import PolicyConfig
     from navzoo.models.weights import save_pretrained
     from navzoo.storage.destination import check_destination
-    from navzoo.zoo.habitat_checkpoints import export_habitat_checkpoint, habitat_overrides, habitat_to_policy
+    from navzoo.zoo.habitat_checkpoints import (
+        export_habitat_checkpoint,
+        habitat_override_lines,
+        habitat_to_policy,
+    )
 
     src = Path(args.src)
     # A file, or a path named like a checkpoint that is not there (habitat_to_policy says so), converts to
@@ -62,7 +66,7 @@ def run_convert(args: argparse.Namespace) -> int:
         policy = navzoo.load(args.src)
         out = export_habitat_checkpoint(policy, args.dst)
         assert isinstance(policy.config, PolicyConfig)  # export_habitat_checkpoint refuses anything else
-        overrides = " \\\n    ".join(habitat_overrides(policy.config))
+        overrides = habitat_override_lines(policy.config)
         print(
             f"wrote habitat-baselines checkpoint {out}; evaluate it with habitat-baselines' config overrides:"
         )

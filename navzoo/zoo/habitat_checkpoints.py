@@ -350,6 +350,11 @@ def habitat_overrides(config: PolicyConfig) -> list[str]:
     return overrides
 
 
+def habitat_override_lines(config: PolicyConfig) -> str:
+    """habitat_overrides as the continuation lines of a shell command (each after a backslash, indented 4)."""
+    return " \\\n    ".join(habitat_overrides(config))
+
+
 def export_habitat_checkpoint(src: torch.nn.Module | str | Path, dst: str | Path) -> Path:
     """Write a navzoo PointGoal policy (or its folder) as a habitat-baselines checkpoint."""
     policy = PointNavPolicy.from_folder(src) if isinstance(src, (str, Path)) else src
