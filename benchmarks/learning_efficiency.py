@@ -45,6 +45,7 @@ def main() -> None:
         best = max(points, key=lambda p: p["spl"])
         row = {"recipe": recipe, "run": run, "device": device, "evaluated_from_frames": points[0]["frames"]}
         row |= {"best_spl": best["spl"], "best_frames": best["frames"], "best_hours": best["hours"]}
+        row |= {"last_frames_m": points[-1]["frames"] / 1e6, "last_hours": points[-1]["hours"]}
         for level in LEVELS:
             reached = next((p for p in points if p["spl"] >= level), None)
             row[f"frames_to_{level:.2f}"] = reached and reached["frames"]

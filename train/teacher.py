@@ -33,6 +33,7 @@ from navzoo.agents.steering import (
     MARCH,
     MARCH_POINTS,
     MARCHES,
+    REACH_SLACK,
     STOP_MARGIN,
     UNITS,
     steer,
@@ -115,8 +116,10 @@ class StraightLineTeacher:
         # Cost of walking straight to each look-ahead point, then the field's way from there.
         ends = points[:, :, ahead]
         rest = sim.geodesic_distance(ends.reshape(-1, 2), envs.repeat_interleave(ends[0, ..., 0].numel()))
-        cost = marches[ahead] + rest.view(ends.shape[:-1])
-        cost = torch.where(visible[:, :, ahead], cost, math.inf).min(2).values  # [n, D]
+        rest = rest.view(ends.shape[:-1])
+        here = sim.geodesic_distance(sim.pos)
+        reachable = visible[:, :, ahead] & (rest >= here[:, None, None] - marches[ahead] - REACH_SLACK)
+        cost = torch.where(reachable, marches[ahead] + rest, math.inf).min(2).values  # [n, D]
         best = angles[cost.argmin(1)]
         # The goal in sight beats any look-ahead point.
         to_goal = sim.goal - sim.pos
@@ -140,7 +143,6 @@ class StraightLineTeacher:
         # It stops within three quarters of the success distance, unless its next step is straight on and
         # ends nearer the goal: its stops lie well inside the success circle, not on its edge, where a
         # learner's stop would be a coin toss between success and failure.
-        here = sim.geodesic_distance(sim.pos)
         nearer = sim.geodesic_distance(sim.pos + self._forward_steps()) < here
         stop = (here <= STOP_MARGIN * cfg.success_distance) & ~((action == MOVE_FORWARD) & nearer)
         return torch.where(stop, STOP, action), error

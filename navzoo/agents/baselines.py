@@ -84,7 +84,8 @@ class GoalFollowerAgent(BaselineAgent):
 
 
 class OracleAgent(BaselineAgent):
-    """Shortest-path follower: heads for the reachable point one step away that is geodesically closest."""
+    """Shortest-path follower: heads for the point one step away that it would walk to straight and that is
+    geodesically closest."""
 
     name = "oracle"
 
@@ -100,7 +101,7 @@ class OracleAgent(BaselineAgent):
         points = (sim.pos[:, None, :] + offsets[None]).reshape(-1, 2)
         envs = torch.arange(n, device=sim.device).repeat_interleave(ORACLE_DIRECTIONS)
         distance = sim.geodesic_distance(points, envs)
-        distance = torch.where(sim.is_navigable(points, envs), distance, math.inf).reshape(
+        distance = torch.where(sim.walks_straight(points, envs), distance, math.inf).reshape(
             n, ORACLE_DIRECTIONS
         )
         best = angles[distance.argmin(1)]

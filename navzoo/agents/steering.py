@@ -23,6 +23,11 @@ MARCHES = 32  # so segments reach 4 m
 LOOKAHEAD = (0.25, 0.5, 1.0, 2.0, 4.0)  # segment lengths scored, metres
 GOAL_SAMPLES = 64  # points checked on the straight line to the goal
 STOP_MARGIN = 0.75  # it stops within this share of the success distance
+# A straight walk of length d shortens the way to the goal by at most d, plus a stair's rise and the distance
+# field's interpolation: metres of slack. A look-ahead point that claims more lies on floor the walk cannot
+# reach straight, though it stands within habitat's 0.5 m of the agent's floor (a stair flight's side, two
+# steps up): the straight-line teacher leaves it out on scanned meshes.
+REACH_SLACK = 0.25
 
 # The candidates, as arrays for the kernel: headings [D] and their unit vectors [D, 2], the distances of the
 # points checked along a segment [MARCHES], which of those are scored [len(LOOKAHEAD)], and the fractions of

@@ -42,21 +42,25 @@ def navmesh_canvas(navmesh: NavMesh, floor: float, px_per_m: float) -> MapCanvas
 
 def navmesh_path(navmesh: NavMesh, field: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Floor points [K, 2] from `start` (a habitat position [3]) down the distance field `field` [places]
-    to its source, each step to the lowest of the place's 8 neighbours; just the start off the navmesh."""
+    to its source, each step to the lowest of the place's 8 neighbours not yet on the path (one as low as the
+    place will do: neighbours can tie where the way turns at a corner they share); just the start off the
+    navmesh."""
     points = [np.array([start[0], -start[2]], dtype=np.float64)]
     place, _ = navmesh.project(np.asarray(start, np.float64).reshape(1, 3))
     at = int(place[0])
     if at < 0:
         return np.asarray(points)
     positions = navmesh.positions
-    while np.isfinite(field[at]) and field[at] > 0:
+    visited = {at}
+    while np.isfinite(field[at]):
         neighbours = navmesh.around(np.asarray([at]))[0, 1:]
-        neighbours = neighbours[neighbours >= 0]
+        neighbours = np.array([q for q in neighbours if q >= 0 and q not in visited], np.int64)
         if len(neighbours) == 0:
             break
         best = int(neighbours[np.argmin(field[neighbours])])
-        if field[best] >= field[at]:
+        if field[best] > field[at]:
             break
         at = best
+        visited.add(at)
         points.append(np.array([positions[at, 0], -positions[at, 2]]))
     return np.asarray(points)

@@ -389,14 +389,23 @@ class BatchSim:
         return actions
 
     def is_navigable(self, points: torch.Tensor, envs: torch.Tensor | None = None) -> torch.Tensor:
-        """Whether the agent's disc fits at each point [M, 2] in the scene of each listed env, on its floor
-        (on a scanned mesh, within a climb of the height it stands at)."""
+        """Whether the agent's disc fits at each point [M, 2] in the scene of each listed env."""
         idx = slice(None) if envs is None else envs
         if self.meshes is not None:
             return self.meshes.is_navigable(self.slot[idx], self.meshes.heights_of(idx), points)
         return disc_free(
             self.pool.atlas.heights, self.pool.cell_size, self.slot[idx], points, self.config.agent_radius
         )
+
+    def walks_straight(self, points: torch.Tensor, envs: torch.Tensor) -> torch.Tensor:
+        """Whether the agent of each listed env would walk straight from where it stands to each point [M, 2]
+        nearby: on a scanned mesh, without sliding along a wall or a step above its climb; on navzoo's own
+        scenes, where its disc fits at the point (a forward step's length from a fitting disc)."""
+        if self.meshes is not None:
+            return self.meshes.walks_straight(
+                self.slot[envs], self.pos[envs], self.meshes.heights_of(envs), points
+            )
+        return self.is_navigable(points, envs)
 
 
 def _plain(value):

@@ -81,7 +81,7 @@ class GeodesicGraph:
             for k, j in pairs:
                 first.append(corner[linked, k])
                 second.append(corner[neighbours[linked, d], j])
-        low, high = np.concatenate(first), np.concatenate(second)
+        low, high = _once(np.concatenate(first), np.concatenate(second), len(position))
         length = np.linalg.norm(position[low] - position[high], axis=1)
         return cls(centres, corner, position, (low.astype(np.int32), high.astype(np.int32), length))
 
@@ -112,6 +112,15 @@ class GeodesicGraph:
             shape=(nodes + count, nodes + count),
         ).tocsr()
         return dijkstra(graph, directed=False, indices=nodes + np.arange(count))[:, :n].astype(np.float32)
+
+
+def _once(a: np.ndarray, b: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The node pairs (a, b) with each segment once, whichever way round: a sparse matrix would add a repeated
+    one's lengths up. (A high side left out above can still repeat a neighbour's low side where the two
+    places are not linked but their corners are merged through places linked round both ends.)"""
+    key = np.sort(np.minimum(a, b) * count + np.maximum(a, b))
+    key = key[np.concatenate([[True], key[1:] != key[:-1]])[: len(key)]]
+    return key // count, key % count
 
 
 def _centre_moves(neighbours: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:

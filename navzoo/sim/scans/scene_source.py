@@ -345,17 +345,12 @@ class MeshScenePool:
         return key.to(points.device)
 
     def is_navigable(self, slots, heights, points) -> torch.Tensor:
-        """Whether an agent on the floor at heights [M] could stand at floor points [M, 2]: a standing place
-        in the point's column within a climb of that floor. (habitat's is_navigable, anything within 0.5 m
-        vertically, would take the side of a stair flight two steps up for floor the agent can step on.)"""
+        """habitat's is_navigable of floor points [M, 2] at heights [M]: a place in the point's column
+        within 0.5 m vertically."""
         where = self._points(points, heights)
         result = np.zeros(len(where), bool)
         for _, scene, rows in self._by_scene(slots):
-            navmesh = scene.navmesh
-            place = navmesh.place_below(where[rows])
-            found = place >= 0
-            step = np.abs(navmesh.y[np.maximum(place, 0)] - where[rows, 1])
-            result[rows] = found & (step <= navmesh.max_climb + 1e-6)
+            result[rows] = scene.navmesh.is_navigable(where[rows])
         return torch.from_numpy(result).to(points.device)
 
     # --- motion and cameras ------------------------------------------------------------------------------
@@ -371,8 +366,27 @@ class MeshScenePool:
         end = start.copy()
         end[:, 0] += delta[movers, 0].cpu().double().numpy()
         end[:, 2] -= delta[movers, 1].cpu().double().numpy()
+        filtered = self._slide(slots.cpu()[torch.from_numpy(movers)], start, end)
+        moved = np.sum((filtered - start) ** 2, 1)
+        wanted = np.sum((end - start) ** 2, 1)
+        rows_t = torch.from_numpy(movers)
+        new[rows_t] = torch.from_numpy(np.stack([filtered[:, 0], -filtered[:, 2]], 1)).float().to(pos.device)
+        collided[rows_t] = torch.from_numpy(moved + COLLISION_EPS < wanted)
+        walked[rows_t] = torch.from_numpy(np.sqrt(moved)).float()
+        self.height[rows_t] = torch.from_numpy(filtered[:, 1])
+        return new, collided.to(pos.device), walked.to(pos.device)
+
+    def walks_straight(self, slots, pos, heights, targets) -> torch.Tensor:
+        """Whether agents at floor points `pos` [M, 2] (heights [M]) in scenes `slots` would walk straight to
+        `targets` [M, 2], not sliding along a wall or a step they cannot climb."""
+        start, end = self._points(pos, heights), self._points(targets, heights)
+        reached = np.hypot(*(self._slide(slots.cpu(), start, end) - end)[:, [0, 2]].T) < 1e-6
+        return torch.from_numpy(reached).to(pos.device)
+
+    def _slide(self, slots: torch.Tensor, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Where habitat's sliding move from habitat points `start` [M, 3] towards `end` ends, [M, 3]."""
         filtered = start.copy()
-        for slot, scene, rows in self._by_scene(slots.cpu()[torch.from_numpy(movers)]):
+        for slot, scene, rows in self._by_scene(slots):
             navmesh = scene.navmesh
             place, _ = navmesh.project(start[rows])
             end_place, _ = navmesh.project(end[rows])
@@ -392,14 +406,7 @@ class MeshScenePool:
                 self._places,
             )
             filtered[go, 0], filtered[go, 1], filtered[go, 2] = xz[:, 0], y, xz[:, 1]
-        moved = np.sum((filtered - start) ** 2, 1)
-        wanted = np.sum((end - start) ** 2, 1)
-        rows_t = torch.from_numpy(movers)
-        new[rows_t] = torch.from_numpy(np.stack([filtered[:, 0], -filtered[:, 2]], 1)).float().to(pos.device)
-        collided[rows_t] = torch.from_numpy(moved + COLLISION_EPS < wanted)
-        walked[rows_t] = torch.from_numpy(np.sqrt(moved)).float()
-        self.height[rows_t] = torch.from_numpy(filtered[:, 1])
-        return new, collided.to(pos.device), walked.to(pos.device)
+        return filtered
 
     def observe(self, slots, pos, heading, heights, sensors: tuple[str, ...]) -> dict[str, torch.Tensor]:
         """Depth [M, H, W, 1] and/or RGB [M, H, W, 3] of agents at floor points `pos` [M, 2] and `heights`,

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from scipy.sparse.csgraph import dijkstra
 
+from navzoo.sim.scans.floors import DIRECTIONS
+from navzoo.sim.scans.geodesics import GeodesicGraph
 from navzoo.sim.scans.navmesh import NavmeshConfig, build_navmesh
 from navzoo.sim.scans.stage import load_stage
 from tests.sim.scans.meshes import Builder
@@ -94,3 +96,27 @@ def test_goals_that_share_corners_count_once(partitioned):
     rows = partitioned.place_fields(places)
     centres = partitioned.distance_field(partitioned.positions[places])
     np.testing.assert_allclose(rows.min(0), centres, atol=1e-5)
+
+
+def test_a_side_two_unlinked_places_share_is_one_segment():
+    """Places (0, 1) and (1, 1) of a 2 x 3 grid are not linked, but their shared side's corners are merged
+    through the linked places round both its ends: that side is one segment of its own length, not two that
+    a sparse matrix would add up."""
+    cell = 0.05
+    rows, cols = np.divmod(np.arange(6), 3)
+    centres = np.stack([(cols + 0.5) * cell, np.zeros(6), (rows + 0.5) * cell], 1)
+    neighbours = np.full((6, 4), -1, np.int32)
+    for place, (row, col) in enumerate(zip(rows, cols, strict=True)):
+        for d, (d_row, d_col) in enumerate(DIRECTIONS):
+            r, c = row + d_row, col + d_col
+            if 0 <= r < 2 and 0 <= c < 3 and {place, r * 3 + c} != {1, 4}:
+                neighbours[place, d] = r * 3 + c
+    graph = GeodesicGraph.of(centres, cell, neighbours)
+    low, high, length = graph.edges
+    assert len(set(zip(low.tolist(), high.tolist(), strict=True))) == len(low)
+    shared = graph.corner[1][[2, 3]]  # the high side of place (0, 1): its corners (1, 0) and (1, 1)
+    assert set(shared.tolist()) == set(graph.corner[4][[0, 1]].tolist())
+    on_side = ((low == shared.min()) & (high == shared.max())) | (
+        (low == shared.max()) & (high == shared.min())
+    )
+    np.testing.assert_allclose(length[on_side], [cell])

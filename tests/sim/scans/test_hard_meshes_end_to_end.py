@@ -58,6 +58,9 @@ CASES = {
     # From under the upper floor, facing the stairs' side, two steps up and more: the way is round to their
     # foot (an agent that took the side for floor within reach would walk into it).
     "stairs_from_below": (meshes.two_storeys(), (8.025, 0.0, 2.225), (9.175, 2.0, 1.425), 2.0),
+    # Risers of 0.22 m, above the 0.2 m climb: Recast compares heights in 0.2 m steps and links these, so the
+    # agent climbs them (and a follower must not refuse them for their real height).
+    "steep_stairs": (meshes.stairs(0.22, ceiling=True), (1.0, 0.0, 3.0), (8.0, 2.0, 2.0), 2.0),
     "ramp": (meshes.ramp(20), (1.0, 0.0, 2.0), (11.0, 1.0, 1.5), 1.0),
     "holed_floor": (meshes.holed_floor(), (1.0, 0.0, 3.0), (5.0, 0.0, 3.0), 0.0),
     "slanted_wall": (meshes.leaning_room(), (5.0, 0.0, 2.0), (1.3, 0.0, 2.0), 0.0),
