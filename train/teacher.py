@@ -127,6 +127,8 @@ class StraightLineTeacher:
         line = sim.pos[:, None] + to_goal[:, None] * self.goal_samples[None, :, None]
         in_sight = sim.is_navigable(line.reshape(-1, 2), envs.repeat_interleave(GOAL_SAMPLES))
         in_sight = in_sight.view(n, -1).all(1) & (distance <= MARCH * MARCHES)
+        # ... and the way there is the straight line: not a goal on the storey above (scanned meshes).
+        in_sight &= here <= distance + REACH_SLACK
         best = torch.where(in_sight, torch.atan2(to_goal[:, 1], to_goal[:, 0]), best)
         error = torch.remainder(best - sim.heading + math.pi, 2 * math.pi) - math.pi  # positive: turn left
         # Go straight while the heading is within three quarters of a turn of the best direction (at most 1%

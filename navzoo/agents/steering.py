@@ -24,9 +24,9 @@ LOOKAHEAD = (0.25, 0.5, 1.0, 2.0, 4.0)  # segment lengths scored, metres
 GOAL_SAMPLES = 64  # points checked on the straight line to the goal
 STOP_MARGIN = 0.75  # it stops within this share of the success distance
 # A straight walk of length d shortens the way to the goal by at most d, plus a stair's rise and the distance
-# field's interpolation: metres of slack. A look-ahead point that claims more lies on floor the walk cannot
-# reach straight, though it stands within habitat's 0.5 m of the agent's floor (a stair flight's side, two
-# steps up): the straight-line teacher leaves it out on scanned meshes.
+# field's interpolation: metres of slack. The straight-line teacher leaves out a look-ahead point that claims
+# more (it lies on floor the walk cannot reach straight, though within habitat's 0.5 m of the agent's floor:
+# a stair flight's side, two steps up), and a goal in sight whose way is longer (it is on another storey).
 REACH_SLACK = 0.25
 
 # The candidates, as arrays for the kernel: headings [D] and their unit vectors [D, 2], the distances of the

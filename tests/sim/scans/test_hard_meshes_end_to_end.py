@@ -15,6 +15,7 @@ from navzoo.agents.baselines import OracleAgent
 from navzoo.errors import EpisodeError
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import SimConfig
+from navzoo.train.teacher import StraightLineTeacher
 
 from . import meshes
 from .meshes import Builder
@@ -134,3 +135,28 @@ def test_a_wrongly_oriented_stage_is_refused_naming_its_stage_config(tmp_path):
         BatchSim(config)
     (tmp_path / "room.stage_config.json").write_text(json.dumps({"up": [0, 1, 0], "front": [0, 0, -1]}))
     BatchSim(config).close()
+
+
+@pytest.mark.parametrize("name", ["stairs", "stairs_from_below", "steep_stairs"])
+def test_the_straight_line_teacher_climbs_to_the_storey_above(name, tmp_path):
+    """The imitation teacher's labels on meshes (its tensor version) walk up the stairs too. From under the
+    upper floor, the goal above is in line of sight on the floor plan alone: the teacher must see that its
+    way is round by the stairs, not turn on the spot beneath it."""
+    scene, start, goal, goal_height = CASES[name]
+    scene.mesh().export(tmp_path / f"{name}.ply")
+    episodes = meshes.write_episodes(
+        tmp_path / "episodes.json.gz", f"{name}.ply", [(start, START_YAW.get(name, 0.0), goal)]
+    )
+    config = SimConfig(
+        split="val", episodes_file=str(episodes), scenes_dir=str(tmp_path), num_envs=1, sensors=()
+    )
+    sim = BatchSim(config)
+    teacher = StraightLineTeacher(sim)
+    sim.reset()
+    for _ in range(300):
+        _, _, done, info = sim.step(teacher.actions())
+        if bool(done[0]):
+            break
+    sim.close()
+    assert bool(done[0]) and float(info["episode"]["success"][0]) == 1.0, name
+    assert float(info["episode"]["height"][0]) == pytest.approx(goal_height, abs=0.1), name
