@@ -73,7 +73,7 @@ SHELL_NOT_RUN = {
 SETUP_LINES = (
     "make run    # installs navzoo and runs the main job: the shipped depth agent and the baselines "
     "on 96 val episodes",
-    "make test   # installs the test dependencies and runs the whole test suite (ruff + pytest)",
+    "make test   # installs the test dependencies and runs the whole test suite (ruff, type check, pytest)",
 )
 MAX_LINES = 250
 # A Markdown link or picture with a relative target: [text](target) or ![alt](target).
