@@ -1,5 +1,5 @@
 """Top-down maps of scanned scenes (SimConfig.scenes_dir) from their navmesh: the navigable floor of one
-storey, and the shortest path down a geodesic distance field over its places.
+storey. The shortest path drawn on it is the navmesh's taut one (navzoo.sim.scans.taut_paths).
 
 Floor points are BatchSim's (x, y) = habitat's (x, -z); the navmesh grid's rows run along +z, so its row 0
 is the top of the picture.
@@ -38,29 +38,3 @@ def navmesh_canvas(navmesh: NavMesh, floor: float, px_per_m: float) -> MapCanvas
     # The picture's bottom-left corner is the grid's last row (largest z, smallest floor y), first column.
     origin = (float(navmesh.origin[0]), -float(navmesh.origin[2] + rows * navmesh.cell))
     return MapCanvas(image, cell_pixels / navmesh.cell, origin)
-
-
-def navmesh_path(navmesh: NavMesh, field: np.ndarray, start: np.ndarray) -> np.ndarray:
-    """Floor points [K, 2] from `start` (a habitat position [3]) down the distance field `field` [places]
-    to its source, each step to the lowest of the place's 8 neighbours not yet on the path (one as low as the
-    place will do: neighbours can tie where the way turns at a corner they share); just the start off the
-    navmesh."""
-    points = [np.array([start[0], -start[2]], dtype=np.float64)]
-    place, _ = navmesh.project(np.asarray(start, np.float64).reshape(1, 3))
-    at = int(place[0])
-    if at < 0:
-        return np.asarray(points)
-    positions = navmesh.positions
-    visited = {at}
-    while np.isfinite(field[at]):
-        neighbours = navmesh.around(np.asarray([at]))[0, 1:]
-        neighbours = np.array([q for q in neighbours if q >= 0 and q not in visited], np.int64)
-        if len(neighbours) == 0:
-            break
-        best = int(neighbours[np.argmin(field[neighbours])])
-        if field[best] > field[at]:
-            break
-        at = best
-        visited.add(at)
-        points.append(np.array([positions[at, 0], -positions[at, 2]]))
-    return np.asarray(points)

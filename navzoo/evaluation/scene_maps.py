@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from navzoo.evaluation.navmesh_map import navmesh_canvas, navmesh_path
+from navzoo.evaluation.navmesh_map import navmesh_canvas
 from navzoo.evaluation.topdown import MapCanvas, scene_canvas, shortest_path
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.scenes import CELL_SIZE
@@ -92,7 +92,10 @@ class MeshMaps:
 
     def shortest_path(self, slot: int, field: int, start, floor: float) -> np.ndarray:
         where = np.array([start[0], floor, -start[1]], dtype=np.float64)  # habitat's position
-        return navmesh_path(self.meshes.scenes[slot].navmesh, self.meshes.distance_field(field), where)
+        path = self.meshes.field_search(field).path(where)
+        if len(path) == 0:  # off the navmesh, or cut off: the start alone
+            return np.asarray([[start[0], start[1]]], dtype=np.float64)
+        return np.stack([path[:, 0], -path[:, 2]], 1)
 
     def start_floor(self, episode_index: int) -> float:
         return self.meshes.start_floor(episode_index)

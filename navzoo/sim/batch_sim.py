@@ -356,6 +356,9 @@ class BatchSim:
         self.episode_return[envs] = 0
         self.task.begin(self, envs)
         self.start_geodesic[envs] = self.geodesic[envs]
+        if self.meshes is not None and self.meshes.has_goal:
+            # SPL's shortest path is habitat's, pulled taut; the graph's distances only drive the reward.
+            self.start_geodesic[envs] = self.meshes.start_distance[envs.cpu()].to(self.device)
         if self.seen_map is not None:
             self.seen_map.reset(envs.numpy())
 

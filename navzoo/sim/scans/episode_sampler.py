@@ -25,9 +25,12 @@ optional greedy-follower check of the shortest action path (`is_gen_shortest_pat
 episode only where its follower fails. Where habitat draws targets without end, navzoo gives up after
 `max_targets` of them with an EpisodeError naming the mesh.
 
+Distances are habitat's geodesic distance, the taut path's length (navzoo.sim.scans.taut_paths).
 Candidates are checked with numpy, many at once: targets are drawn in growing batches (1, 2, 4, ... up to
-TARGET_BATCH), their distance fields computed in one Dijkstra call, and all their sources checked as one
-[targets, retries] array; the first compatible pair in draw order wins, as habitat's loops would take it.
+TARGET_BATCH), their searches run in one Dijkstra call, and all their sources checked as one [targets,
+retries] array on the graph's distances, which bound the taut ones from above; the pairs that may pass are
+then checked on the taut distance in draw order, and the first compatible one wins, as habitat's loops
+would take it.
 Everything comes from the numpy Generator passed in, so an episode is a function of that generator's seed.
 """
 
@@ -45,6 +48,8 @@ from navzoo.typed_config import check_field_types
 
 ISLAND_RADIUS_LIMIT = 1.5  # habitat-lab's pointnav_generator.ISLAND_RADIUS_LIMIT, metres
 TARGET_BATCH = 16  # the most targets whose distance fields one Dijkstra call computes
+# Metres a taut distance may exceed the graph's: float32 fields, and a first hop's 3D chord on a slope.
+GRAPH_SLACK = 1e-3
 
 
 @dataclass(frozen=True)
@@ -138,25 +143,29 @@ class EpisodeSampler:
             usable = np.flatnonzero(self._large[targets])  # rule 1: the target's island radius
             if len(usable) == 0:
                 continue
-            fields = self.navmesh.place_fields(targets[usable])
-            ok, geodesic, euclid = self._compatible(
-                targets[usable], sources[usable], keep_draw[usable], fields
-            )
-            hits = np.argwhere(ok)  # row-major: the first target, then its first source
-            if len(hits) == 0:
-                continue
-            row, column = hits[0]
-            target, source = int(targets[usable[row]]), int(sources[usable[row], column])
-            episode = SampledEpisode(
-                start=self._positions[source].copy(),
-                goal=self._positions[target].copy(),
-                yaw=float(yaw[usable[row]]),
-                geodesic_distance=float(geodesic[row, column]),
-                euclidean_distance=float(euclid[row, column]),
-                start_place=source,
-                goal_place=target,
-            )
-            return episode, fields[row]
+            searches = self.navmesh.place_searches(targets[usable])
+            fields = np.stack([search.field for search in searches])
+            graph = np.take_along_axis(fields, sources[usable], axis=1).astype(np.float64)
+            # The rules read habitat's geodesic distance, the taut path's length, which lies between the
+            # straight line and the graph's: check every pair that may pass, in draw order, taut.
+            maybe = self._compatible(targets[usable], sources[usable], keep_draw[usable], graph + GRAPH_SLACK)
+            for row, column in np.argwhere(maybe):  # row-major: the first target, then its first source
+                target, source = int(targets[usable[row]]), int(sources[usable[row], column])
+                taut = np.array([[searches[row].distance(self._positions[source])]])
+                pair = (np.array([target]), np.array([[source]]), keep_draw[usable[row], column, None, None])
+                if self._compatible(*pair, taut, taut)[0, 0]:
+                    episode = SampledEpisode(
+                        start=self._positions[source].copy(),
+                        goal=self._positions[target].copy(),
+                        yaw=float(yaw[usable[row]]),
+                        geodesic_distance=float(taut[0, 0]),
+                        euclidean_distance=float(
+                            np.linalg.norm(self._positions[source] - self._positions[target])
+                        ),
+                        start_place=source,
+                        goal_place=target,
+                    )
+                    return episode, fields[row]
         raise EpisodeError(
             f"{self.name}: no PointNav episode after {rules.max_targets} targets x "
             f"{rules.number_retries_per_target} starts under habitat's rules (geodesic distance in "
@@ -165,23 +174,24 @@ class EpisodeSampler:
             "remove the mesh from the scenes folder"
         )
 
-    def _compatible(self, targets, sources, keep_draw, fields):
-        """habitat's is_compatible_episode for targets [T] and their sources [T, R], with the targets'
-        distance fields [T, places]: (compatible bool [T, R], geodesic [T, R], Euclidean [T, R])."""
+    def _compatible(self, targets, sources, keep_draw, longest, shortest=None) -> np.ndarray:
+        """habitat's is_compatible_episode for targets [T] and their sources [T, R], whose geodesic distance
+        lies in [shortest, longest] [T, R] (shortest: by default the straight line, which no path beats):
+        bool [T, R], whether some distance there passes."""
         rules, positions = self.rules, self._positions
         start, goal = positions[sources], positions[targets][:, None]
         euclid = np.linalg.norm(start - goal, axis=2)
+        shortest = euclid if shortest is None else shortest
         same_floor = np.abs(start[..., 1] - goal[..., 1]) <= rules.same_floor_height
-        geodesic = np.take_along_axis(fields, sources, axis=1).astype(np.float64)
         same_island = self.navmesh.island[sources] == self.navmesh.island[targets][:, None]
         in_range = (
-            np.isfinite(geodesic)
-            & (geodesic >= rules.closest_dist_limit)
-            & (geodesic <= rules.furthest_dist_limit)
+            np.isfinite(longest)
+            & (longest >= rules.closest_dist_limit)
+            & (shortest <= rules.furthest_dist_limit)
         )
+        # A longer way is less straight, and the rule keeps more of those: check the longest.
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = geodesic / euclid
+            ratio = longest / euclid
         straight = ratio < rules.geodesic_to_euclid_min_ratio
         rejected_straight = straight & (keep_draw > 20 * (ratio - 0.98) ** 2)
-        ok = same_floor & same_island & in_range & ~rejected_straight & self._large[sources]
-        return ok, geodesic, euclid
+        return same_floor & same_island & in_range & ~rejected_straight & self._large[sources]

@@ -58,6 +58,7 @@ class GeodesicGraph:
     corner: np.ndarray  # int64 [N, 4]: each place's corner nodes, in CORNERS order
     position: np.ndarray  # float64 [nodes, 3]
     edges: tuple[np.ndarray, np.ndarray, np.ndarray]  # (first node, second node: int32, length)
+    owners: np.ndarray  # int32 [nodes, K]: the places a node lies on (a centre its own), -1 padded
 
     @classmethod
     def of(cls, centres: np.ndarray, cell: float, neighbours: np.ndarray) -> GeodesicGraph:
@@ -83,17 +84,36 @@ class GeodesicGraph:
                 second.append(corner[neighbours[linked, d], j])
         low, high = _once(np.concatenate(first), np.concatenate(second), len(position))
         length = np.linalg.norm(position[low] - position[high], axis=1)
-        return cls(centres, corner, position, (low.astype(np.int32), high.astype(np.int32), length))
+        edges = (low.astype(np.int32), high.astype(np.int32), length)
+        return cls(centres, corner, position, edges, _owners(corner, len(position)))
 
     @property
     def nbytes(self) -> int:
         """The memory its arrays hold."""
-        return sum(a.nbytes for a in (self.centre, self.corner, self.position, *self.edges))
+        return sum(a.nbytes for a in (self.centre, self.corner, self.position, *self.edges, self.owners))
 
     def fields(self, places: np.ndarray, points: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
         """float32 [count, N]: per row, every place's geodesic distance to the nearest of that row's sources,
         the points [S, 3] on places [S] whose row is `rows` [S]; inf where no source is reachable."""
+        graph = self._with_sources(places, points, rows, count)
         n, nodes = len(self.centre), len(self.position)
+        return dijkstra(graph, directed=False, indices=nodes + np.arange(count))[:, :n].astype(np.float32)
+
+    def search(
+        self, places: np.ndarray, points: np.ndarray, rows: np.ndarray, count: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """`fields`, and with them int32 [count, nodes + count]: each node's predecessor on its way to the
+        row's sources (node `nodes + row` stands for them; negative where there is none)."""
+        graph = self._with_sources(places, points, rows, count)
+        n, nodes = len(self.centre), len(self.position)
+        field, before = dijkstra(
+            graph, directed=False, indices=nodes + np.arange(count), return_predecessors=True
+        )
+        return field[:, :n].astype(np.float32), before.astype(np.int32)
+
+    def _with_sources(self, places: np.ndarray, points: np.ndarray, rows: np.ndarray, count: int):
+        """The graph with one extra node per row of sources (`fields`' arguments)."""
+        nodes = len(self.position)
         low, high, length = self.edges
         # One extra node per row reaches its sources' centres and corners straight (the shortest, where
         # sources share one: a sparse matrix would add repeated entries up).
@@ -104,14 +124,13 @@ class GeodesicGraph:
         first = np.ones(len(order), bool)
         first[1:] = (np.diff(entry[order]) != 0) | (np.diff(reached[order]) != 0)
         keep = order[first]
-        graph = coo_matrix(
+        return coo_matrix(
             (
                 np.concatenate([length, straight[keep]]),
                 (np.concatenate([low, entry[keep]]), np.concatenate([high, reached[keep]])),
             ),
             shape=(nodes + count, nodes + count),
         ).tocsr()
-        return dijkstra(graph, directed=False, indices=nodes + np.arange(count))[:, :n].astype(np.float32)
 
 
 def _once(a: np.ndarray, b: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,6 +140,22 @@ def _once(a: np.ndarray, b: np.ndarray, count: int) -> tuple[np.ndarray, np.ndar
     key = np.sort(np.minimum(a, b) * count + np.maximum(a, b))
     key = key[np.concatenate([[True], key[1:] != key[:-1]])[: len(key)]]
     return key // count, key % count
+
+
+def _owners(corner: np.ndarray, nodes: int) -> np.ndarray:
+    """int32 [nodes, K]: the places each node lies on: a centre node its place, a corner node the places
+    that share it (4 round a vertex of one floor; more only where linked floors wind round it), -1 padded."""
+    n = len(corner)
+    node = corner.ravel()
+    place = np.repeat(np.arange(n, dtype=np.int32), 4)
+    order = np.argsort(node, kind="stable")
+    node, place = node[order], place[order]
+    starts = np.flatnonzero(np.concatenate([[True], node[1:] != node[:-1]]))
+    rank = np.arange(len(node)) - np.repeat(starts, np.diff(np.append(starts, len(node))))
+    owners = np.full((nodes, max(4, int(rank.max(initial=0)) + 1)), -1, np.int32)
+    owners[:n, 0] = np.arange(n)
+    owners[node, rank] = place
+    return owners
 
 
 def _centre_moves(neighbours: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:

@@ -8,8 +8,9 @@ standing place is the top of a walkable span with room for the agent above it an
 2-3 chamfer distance under 2 radii, counted in links, as Recast does), and connected regions under habitat's
 minimum region area are dropped.
 
-Geodesic distances: Dijkstra over the places' centres and corners (navzoo.sim.scans.geodesics), so that
-paths turn at the corners of the eroded region, as habitat's taut paths do.
+Geodesic distances: distance fields from Dijkstra over the places' centres and corners
+(navzoo.sim.scans.geodesics), so that paths turn at the corners of the eroded region, as habitat's do; and
+habitat's shortest path and geodesic distance, that path pulled taut (navzoo.sim.scans.taut_paths).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from navzoo.sim.scans.geodesics import GeodesicGraph
 from navzoo.sim.scans.heightfield import build_heightfield, walkable_triangles
 from navzoo.sim.scans.orientation import faces_inside_out
 from navzoo.sim.scans.stage import Stage
+from navzoo.sim.scans.taut_paths import GoalSearch
 from navzoo.typed_config import check_field_types
 
 SNAP_HALF_EXTENTS = (2.0, 4.0, 2.0)  # habitat's nearest-polygon search box (x, y, z), metres
@@ -224,7 +226,8 @@ class NavMesh:
     # -- geodesic distances ---------------------------------------------------------------------------
     def distance_field(self, goals: np.ndarray) -> np.ndarray:
         """float32 [N]: the geodesic distance in metres from each place to the nearest of `goals` [G, 3]
-        (habitat's multi-goal shortest path); inf on other islands, and everywhere if no goal projects."""
+        (habitat's multi-goal shortest path) along the graph's paths; inf on other islands, and everywhere
+        if no goal projects."""
         place, point = self.project(goals)
         found = place >= 0
         if not found.any():
@@ -236,12 +239,36 @@ class NavMesh:
         places = np.asarray(places, np.int64)
         return self.geodesics.fields(places, self.positions[places], np.arange(len(places)), len(places))
 
+    def search(self, goals: np.ndarray) -> GoalSearch:
+        """One search from `goals` [G, 3]: its distance field, and taut shortest paths to them."""
+        place, point = self.project(goals)
+        found = place >= 0
+        return self._searches(place[found], point[found], np.zeros(int(found.sum()), np.int64), 1)[0]
+
+    def place_searches(self, places: np.ndarray) -> list[GoalSearch]:
+        """One search from each of `places` [K] (its centre), in one Dijkstra call."""
+        places = np.asarray(places, np.int64)
+        return self._searches(places, self.positions[places], np.arange(len(places)), len(places))
+
+    def _searches(
+        self, places: np.ndarray, points: np.ndarray, rows: np.ndarray, count: int
+    ) -> list[GoalSearch]:
+        nodes = len(self.geodesics.position)
+        fields, predecessors = self.geodesics.search(places, points, rows, count)
+        return [
+            GoalSearch(self, fields[r], predecessors[r], nodes + r, places[rows == r], points[rows == r])
+            for r in range(count)
+        ]
+
+    def shortest_path(self, start: np.ndarray, goals: np.ndarray) -> np.ndarray:
+        """habitat's ShortestPath points [K, 3] from `start` [3] to the nearest of `goals` [G, 3]: the graph's
+        path pulled taut (navzoo.sim.scans.taut_paths); empty if there is none."""
+        return self.search(goals).path(start)
+
     def geodesic_distance(self, start: np.ndarray, goals: np.ndarray) -> float:
-        """The geodesic distance from `start` [3] to the nearest of `goals` [G, 3]; inf if unreachable."""
-        place, _ = self.project(np.asarray(start).reshape(1, 3))
-        if place[0] < 0:
-            return math.inf
-        return float(self.distance_field(goals)[place[0]])
+        """habitat's geodesic distance from `start` [3] to the nearest of `goals` [G, 3], the length of
+        shortest_path; inf if unreachable."""
+        return self.search(goals).distance(start)
 
     def layer_of(self, place: np.ndarray) -> np.ndarray:
         """int64 [M]: each place's rank among the places of its column, lowest first (0 where `place` is

@@ -9,7 +9,9 @@ keep BatchSim's floor coordinates, (x, y) = habitat's (x, -z) with heading = hab
 tasks and GPS+Compass read the native scenes'; the pool keeps each agent's floor height (habitat's y).
 Geodesic distances come from one distance field over the navmesh per distinct goal set, or start for a task
 without a goal (fixed episodes), or per environment (the stream, whose Flee episodes start at the sampled
-goal, the field's source, as native Flee episodes start at their field's anchor).
+goal, the field's source, as native Flee episodes start at their field's anchor). The start distance that
+SPL divides by is habitat's, the taut path's length (navzoo.sim.scans.taut_paths), measured once per
+episode.
 
 The stream: every mesh below scenes_dir (or those the scene dataset config lists), in a reproducible
 shuffled order, at most scenes_in_memory of them loaded; as navzoo.sim.pool's training pool does, one slot at
@@ -35,6 +37,7 @@ from navzoo.sim.scans.frame import stage_config_path
 from navzoo.sim.scans.mesh_scenes import MeshScene, load_mesh_scene, on_floor, scene_paths
 from navzoo.sim.scans.motion import slide
 from navzoo.sim.scans.navmesh import largest_finite
+from navzoo.sim.scans.taut_paths import GoalSearch
 from navzoo.sim.task import lookup_task
 
 COLLISION_EPS = 1e-5  # habitat's: a move is a collision when its squared length falls short by more
@@ -66,6 +69,8 @@ class MeshScenePool:
         self.fields_from_start = fields_from_start
         self.has_goal = lookup_task(config.task).has_goal
         self.height = torch.zeros(config.num_envs, dtype=torch.float64)  # each agent's floor (habitat y)
+        # Each episode's habitat geodesic distance at its start, the taut path's (navzoo.sim.scans.taut_paths)
+        self.start_distance = torch.zeros(config.num_envs)
         if episodes is None:
             self._init_stream()
             return
@@ -176,6 +181,7 @@ class MeshScenePool:
             self._env_slot[env], self._env_goal[env] = slot, episode.goal_place
             start = episode.goal if self.fields_from_start else episode.start
             self.height[int(env)] = start[1]
+            self.start_distance[int(env)] = episode.geodesic_distance
             out["slot"][row] = slot
             out["pos"][row] = (start[0], -start[2])
             out["goal"][row] = (episode.goal[0], -episode.goal[2])
@@ -201,7 +207,7 @@ class MeshScenePool:
         without a goal, which ignores the goals); EpisodeError for an episode whose start, or goal where
         the task has one, is off the floor, whose goal cannot be reached, or that is solved at its start."""
         field_of: dict[tuple, int] = {}
-        fields: list[np.ndarray] = []
+        uses: dict[tuple, list[int]] = {}  # the episodes of each goal set
         table: dict[str, list] = {
             "slot": [],
             "start": [],
@@ -218,16 +224,22 @@ class MeshScenePool:
             for what, point in ends:
                 if not on_floor(navmesh, point):
                     raise self._off_floor(index, ep, f"its {what} {list(point)}", episodes, self.scenes[slot])
-            key = (slot, sources)
-            if key not in field_of:
-                field_of[key] = len(fields)
-                fields.append(navmesh.distance_field(np.asarray(sources)))
             table["slot"].append(slot)
             table["start"].append(ep.start)
             table["heading"].append(ep.heading)
             table["goal"].append(ep.goal)
-            table["field"].append(field_of[key])
+            table["field"].append(field_of.setdefault((slot, sources), len(field_of)))
             table["height"].append(ep.start_position[1])
+            uses.setdefault((slot, sources), []).append(index)
+        # One search per distinct goal set: its field, and habitat's geodesic distance of its episodes.
+        self._field_sources = list(field_of)
+        fields = []
+        self._start_distance = np.zeros(len(episodes))
+        for slot, sources in field_of:
+            search = self.scenes[slot].navmesh.search(np.asarray(sources))
+            fields.append(search.field)
+            for index in uses[(slot, sources)] if self.has_goal else ():
+                self._start_distance[index] = search.distance(episodes[index].start_position)
         self._field_offset = np.cumsum([0] + [len(f) for f in fields])[:-1]
         self._fields = np.concatenate(fields)
         self.field_max = torch.tensor([largest_finite(f) for f in fields], device=self.device)
@@ -290,6 +302,15 @@ class MeshScenePool:
         bounds = np.append(self._field_offset, len(self._fields))
         return self._fields[bounds[field] : bounds[field + 1]]
 
+    def field_search(self, field: int) -> GoalSearch:
+        """A search from the sources of distance field `field` (as `distance_field` numbers them), for the
+        taut shortest path to them."""
+        if not self.fixed:
+            slot, goal = self._env_slot[field], self._env_goal[field]
+            return self.scenes[slot].navmesh.place_searches(np.array([goal]))[0]
+        slot, sources = self._field_sources[field]
+        return self.scenes[slot].navmesh.search(np.asarray(sources))
+
     def start_floor(self, index: int) -> float:
         """The floor height (habitat's y) at the start of episode `index`."""
         return float(self._start_height[index])
@@ -301,6 +322,7 @@ class MeshScenePool:
     def begin(self, envs: torch.Tensor, index: torch.Tensor) -> None:
         """Episodes `index` start in `envs`: their agents stand at the start's height."""
         self.height[envs.cpu()] = self._start_height[index.cpu()]
+        self.start_distance[envs.cpu()] = torch.from_numpy(self._start_distance[index.cpu().numpy()]).float()
 
     # --- queries -----------------------------------------------------------------------------------------
     def _points(self, points: torch.Tensor, heights: torch.Tensor) -> np.ndarray:

@@ -2,6 +2,7 @@
 the navmesh must agree with the native navigation grid (navzoo.sim.navgrid) on the same scene."""
 
 import numpy as np
+import pytest
 from scipy import ndimage
 
 from navzoo.interop.habitat_scenes import CONFIG_NAME, SCENES_FOLDER, export_scenes
@@ -16,6 +17,15 @@ AGENT_RADIUS = 0.1  # habitat's, and the navmesh's default
 def habitat_points(xy: np.ndarray) -> np.ndarray:
     """navzoo floor points (x, y) [..., 2] at height 0 in habitat's frame (x, 0, -y) (navzoo.sim.mesh)."""
     return np.stack([xy[..., 0], np.zeros(xy.shape[:-1]), -xy[..., 1]], -1).reshape(-1, 3)
+
+
+def graph_distance(navmesh, start: np.ndarray, goals: np.ndarray) -> float:
+    """The geodesic graph's distance from `start` to `goals`, measured as the simulator measures an agent's:
+    the best of the 9 places around the start's, plus the straight hop to that place's centre."""
+    around = navmesh.around(navmesh.place_below(start[None]))[0]
+    around = around[around >= 0]
+    hop = np.linalg.norm((navmesh.positions[around] - start)[:, [0, 2]], axis=1)
+    return float((navmesh.distance_field(goals)[around] + hop).min())
 
 
 def test_exported_scene_navigates_like_the_native_grid(tmp_path):
@@ -41,26 +51,31 @@ def test_exported_scene_navigates_like_the_native_grid(tmp_path):
     print(f"\n{sid}: navigable cells agree on {agree_all:.2%} of all, {agree:.2%} away from boundaries")
     assert agree >= 0.99
 
-    # Geodesic distances between places both grids stand on, far enough apart to matter. In line of sight
-    # (native within 3% of the straight line, its 16-neighbour metric) they agree within 2%. Around walls
-    # the navmesh's paths are longer: habitat's rules keep 0.15 m from a wall (the wall's own column and 2
-    # eroded cells), while the native path graph lets paths pass 0.0375 m from one (navgrid's passable
-    # radius) on a 0.125 m grid; through 0.5 m doors that costs 1-10%.
+    # Geodesic distances between places both grids stand on, far enough apart to matter. The navmesh's are
+    # habitat's: the graph's path pulled taut, so never longer than the graph's, and in line of sight the
+    # straight line. The native grid's take 16 directions (up to 2.75% long) but pass 0.0375 m from walls
+    # where habitat's keep 0.10-0.15 m (the wall's own voxel column and 2 eroded cells); round a door the
+    # two differ by a few percent either way, and at the median they agree within 2%.
     rng = np.random.default_rng(0)
     both = np.argwhere(grid.island & on_floor)
-    straight, around = [], []
+    ratios, in_sight = [], 0
     for _ in range(40):
         start, goal = both[rng.choice(len(both), 2, replace=False)]
         native = grid.distance_field(*goal)[tuple(start)]
         ends = habitat_points(centres[tuple(np.stack([start, goal], 1))])
+        path = navmesh.shortest_path(ends[0], ends[1:])
         scanned = navmesh.geodesic_distance(ends[0], ends[1:])
+        graph = graph_distance(navmesh, ends[0], ends[1:])
+        straight = np.linalg.norm(ends[0] - ends[1])
+        assert straight - 1e-6 <= scanned <= graph + 1e-5
+        if len(path) == 2:
+            in_sight += 1
+            assert scanned == pytest.approx(straight, abs=1e-6)
         if native > 2:
-            in_sight = native < 1.03 * np.linalg.norm(ends[0] - ends[1])
-            (straight if in_sight else around).append((scanned - native) / native)
+            ratios.append(scanned / native)
     print(
-        f"geodesic (scanned - native) / native: in line of sight {len(straight)} pairs, max "
-        f"{max(map(abs, straight)):.2%}; around walls {len(around)} pairs, median {np.median(around):.2%}, "
-        f"max {max(around):.2%}"
+        f"geodesic scanned / native over {len(ratios)} pairs: median {np.median(ratios):.4f}, "
+        f"min {min(ratios):.4f}, max {max(ratios):.4f}; {in_sight} of 40 in line of sight"
     )
-    assert len(straight) >= 5 and max(map(abs, straight)) <= 0.02
-    assert len(around) >= 5 and min(around) >= -0.01 and max(around) <= 0.12
+    assert in_sight >= 5 and len(ratios) >= 20
+    assert abs(np.median(ratios) - 1) <= 0.02 and min(ratios) >= 0.97 and max(ratios) <= 1.08

@@ -1,5 +1,7 @@
 """Geodesic distances on a navmesh against the taut path: the shortest path inside the union of its places'
-cells, which Detour's string pulling follows (navzoo.sim.scans.geodesics)."""
+cells, which Detour's string pulling follows. The graph's fields (navzoo.sim.scans.geodesics) come within
+its 16-neighbour metric of it; shortest paths and geodesic distances (navzoo.sim.scans.taut_paths) pull the
+graph's path taut and match it here."""
 
 import itertools
 
@@ -11,6 +13,7 @@ from navzoo.sim.scans.floors import DIRECTIONS
 from navzoo.sim.scans.geodesics import GeodesicGraph
 from navzoo.sim.scans.navmesh import NavmeshConfig, build_navmesh
 from navzoo.sim.scans.stage import load_stage
+from tests.sim.scans import meshes
 from tests.sim.scans.meshes import Builder
 
 # The 16-neighbour metric's worst case: halfway between a straight and a knight move.
@@ -75,13 +78,18 @@ def test_geodesics_follow_the_taut_path(partitioned, start, goal, around_the_wal
     taut = taut_length(partitioned, start[[0, 2]], goal[[0, 2]])
     straight = float(np.linalg.norm(goal - start))
     assert (taut > straight + 0.5) == around_the_wall
-    geodesic = partitioned.geodesic_distance(start, goal[None])
+    graph = partitioned.distance_field(goal[None])[partitioned.place_below(start[None])[0]]
     # Never shorter than the taut path (every segment stays on the floor); longer only by the 16-neighbour
     # metric's angular error. Paths through cell centres alone would add half a cell of clearance round the
     # wall's end (about 1.5% more on the third pair, past the bound).
-    assert taut - 1e-6 <= geodesic <= taut * SIXTEEN_NEIGHBOUR_BOUND
+    assert taut - 1e-6 <= graph <= taut * SIXTEEN_NEIGHBOUR_BOUND
     if goal[2] == start[2] and not around_the_wall:
-        assert geodesic == pytest.approx(straight, abs=1e-5)  # along a row: exact
+        assert graph == pytest.approx(straight, abs=1e-5)  # along a row: exact
+    # Pulled taut, the graph's path is the taut path: straight in line of sight, round the wall's end past it.
+    path = partitioned.shortest_path(start, goal[None])
+    assert partitioned.geodesic_distance(start, goal[None]) == pytest.approx(taut, abs=1e-6)
+    np.testing.assert_allclose(path[[0, -1]], [start, goal])
+    assert (len(path) > 2) == around_the_wall
 
 
 def test_goals_that_share_corners_count_once(partitioned):
@@ -120,3 +128,36 @@ def test_a_side_two_unlinked_places_share_is_one_segment():
         (low == shared.max()) & (high == shared.min())
     )
     np.testing.assert_allclose(length[on_side], [cell])
+
+
+def test_shortest_paths_go_up_the_stairs_not_through_the_slab(tmp_path):
+    """From the ground floor under the upper storey's slab to the point on the slab right above: the taut path
+    walks to the flight, climbs it and comes back, every point of it over the floor it is on."""
+    path = tmp_path / "stairs.ply"
+    meshes.stairs(0.15).mesh().export(path)
+    navmesh = build_navmesh(load_stage(path))
+    under, above = np.array([8.0, 0.0, 3.0]), np.array([8.0, 2.0, 3.0])
+    points = navmesh.shortest_path(under, above[None])
+    length = navmesh.geodesic_distance(under, above[None])
+    # West 6 m to the flight's foot at x = 2.1, up 3.9 m of steps, then back east: about 12.5 m.
+    assert 11.5 < length < navmesh.distance_field(above[None])[navmesh.place_below(under[None])[0]] + 1e-5
+    assert points[:, 0].min() < 2.6 and len(points) > 2
+    for a, b in itertools.pairwise(points):
+        samples = a + (b - a) * np.linspace(0, 1, int(np.linalg.norm(b - a) / 0.02) + 2)[:, None]
+        # over a place of its own floor, or on the edge of one (the path touches the floor's corners)
+        nudged = [samples + np.array([dx, 0, dz]) for dx, dz in itertools.product((-1e-6, 1e-6), repeat=2)]
+        assert np.any([navmesh.is_navigable(n, max_y_delta=0.2) for n in nudged], axis=0).all()
+
+
+def test_several_goals_take_the_shortest_taut_path(partitioned):
+    """Goal a lies 2 m away at 13 degrees, the graph's worst angle (2.06 m on it); goal b 2.05 m away along
+    a row (exact on it). The graph finds b nearer; habitat's multi-goal distance is the shortest taut path,
+    a's."""
+    start = place_centre(partitioned, 1.0, 3.4)
+    angle = np.radians(13)
+    a = start + 2.0 * np.array([np.cos(angle), 0, -np.sin(angle)])
+    b = start + np.array([2.05, 0, 0])
+    graph = partitioned.distance_field(np.stack([a, b]))[partitioned.place_below(start[None])[0]]
+    assert graph == pytest.approx(2.05, abs=1e-4)
+    assert partitioned.geodesic_distance(start, np.stack([b, a])) == pytest.approx(2.0, abs=1e-6)
+    np.testing.assert_allclose(partitioned.shortest_path(start, np.stack([b, a]))[-1], a)
