@@ -1,13 +1,18 @@
 """The mesh round trip: navzoo's own val scenes exported as habitat scene meshes and episodes
-(navzoo.interop.habitat_scenes), run through BatchSim's scanned-scene source (SimConfig.scenes_dir), and each
-shipped PointGoal agent's Success and SPL there paired with the native simulator's on the same episodes.
+(navzoo.interop.habitat_scenes), read back through BatchSim's scanned-scene source (SimConfig.scenes_dir),
+against the native simulator on the same scenes and episodes:
+
+- depth at the same poses (the episodes' starts, then the poses of random walks): pixels within 1 cm;
+- navigability of the native grid's cells: the navmesh's floor under each cell centre, or none;
+- the episodes' start geodesics, mesh over native;
+- each shipped PointGoal agent's Success and SPL, paired by episode.
 
     python benchmarks/mesh_round_trip.py                  # 96 val episodes of apartment-s scenes
     python benchmarks/mesh_round_trip.py --episodes 32 --models navzoo-pointnav-depth --out /tmp/rt.json
 
-Writes benchmarks/results/mesh_round_trip.json: per agent and simulator, Success, SPL and the mean start
-geodesic (`rows`), the paired differences per agent (`paired`), and the start geodesics' ratio, mesh over
-native. Navmesh builds are cached (NAVZOO_NAVMESH_CACHE, else HF_HOME/navzoo/navmeshes).
+Writes benchmarks/results/mesh_round_trip.json: `depth`, `navigable`, `start_geodesic_ratio`, per agent and
+simulator Success, SPL and the mean start geodesic (`rows`), and the paired differences per agent
+(`paired`). Navmesh builds are cached (NAVZOO_NAVMESH_CACHE, else HF_HOME/navzoo/navmeshes).
 """
 
 from __future__ import annotations
@@ -20,16 +25,20 @@ import time
 from pathlib import Path
 
 import numpy as np
+import torch
+from scipy import ndimage
 
 import navzoo
 from navzoo.agents.policy_agent import PolicyAgent, sim_settings
 from navzoo.evaluation import evaluate
-from navzoo.interop.habitat_scenes import CONFIG_NAME, export_scenes
+from navzoo.interop.habitat_scenes import CONFIG_NAME, DATASET, export_scenes
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.sim.episodes import mesh_path
+from navzoo.sim.navgrid import NavGrid
 from navzoo.sim.scans.cache import cached_navmesh
 from navzoo.sim.scans.mesh_scenes import navmesh_cache_dir, on_floor
 from navzoo.sim.scans.stage import load_stage
+from navzoo.sim.scenes import generate_scene
 
 MODELS = ("navzoo-pointnav-depth", "navzoo-pointnav-rgb", "navzoo-pointnav-blind")
 
@@ -58,6 +67,9 @@ def main() -> None:
         episodes_file = out / "datasets" / "pointnav" / "navzoo" / "v1" / "val" / "val.json.gz"
         report["episodes_exported"] = _keep_on_navmesh(episodes_file, scenes, dataset, args.episodes)
         sources = {"native": {}, "mesh": dict(scenes_dir=str(scenes), scene_dataset=str(dataset))}
+        report["depth"] = _depth_agreement(episodes_file, sources, args.num_envs, args.seed)
+        report["navigable"] = _navigable_agreement(scenes, dataset)
+        print({key: report[key] for key in ("depth", "navigable")}, flush=True)
         for model in args.models:
             policy = navzoo.load(model, local_files_only=True)
             metrics = {}
@@ -88,11 +100,65 @@ def main() -> None:
     report["start_geodesic_ratio"] = {
         "median": float(np.median(ratio)),
         "mean": float(ratio.mean()),
+        "min": float(ratio.min()),
         "max": float(ratio.max()),
+        "within_2_percent": float((np.abs(ratio - 1) <= 0.02).mean()),
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
+
+
+def _depth_agreement(episodes_file: Path, sources: dict, num_envs: int, seed: int, steps: int = 30) -> dict:
+    """128x128 depth of the mesh and the native simulator at the same poses: the episodes' starts, then
+    after each of `steps` random moves of the mesh agent, with the native agent put where it stands."""
+    config = dict(
+        split="val",
+        episodes_file=str(episodes_file),
+        num_envs=num_envs,
+        seed=seed,
+        sensors=("depth",),
+        resolution=(128, 128),
+    )
+    mesh, native = BatchSim(SimConfig(**config, **sources["mesh"])), BatchSim(SimConfig(**config))
+    pairs = [(mesh.reset()["depth"], native.reset()["depth"])]
+    moves = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        observations, *_ = mesh.step(torch.randint(1, 4, (num_envs,), generator=moves))  # no stop
+        native.pos, native.heading = mesh.pos.clone(), mesh.heading.clone()
+        pairs.append((observations["depth"], native.observe()["depth"]))
+    ours, theirs = (torch.cat(images) for images in zip(*pairs, strict=True))
+    error = (ours - theirs).abs() * (mesh.config.max_depth - mesh.config.min_depth)
+    mesh.close()
+    native.close()
+    return {
+        "pixels": int(error.numel()),
+        "within_1cm": float((error < 0.01).float().mean()),
+        "median_error_m": float(error.median()),
+    }
+
+
+def _navigable_agreement(scenes: Path, dataset: Path) -> dict:
+    """Each exported scene's native navigation cells against its navmesh: a cell is navigable on the mesh
+    when the navmesh's floor lies under its centre within 0.1 m of the ground (furniture tops are islands
+    of their own). Agreement over all cells, and away from the native grid's free-space boundary, where two
+    grids of 0.125 m and 0.05 m cells (a disc's erosion and Recast's chamfer) draw it up to a cell apart."""
+    agree = away = cells = cells_away = 0
+    for path in sorted((scenes / DATASET).rglob("*.glb")):
+        navmesh = cached_navmesh(load_stage(path, dataset), None, navmesh_cache_dir())
+        sid = path.relative_to(scenes / DATASET).with_suffix("").as_posix()  # family/split/index
+        grid = NavGrid(generate_scene(sid), SimConfig.agent_radius)
+        rows, cols = grid.shape
+        xy = grid.cell_centres(np.arange(rows)[:, None], np.arange(cols)[None, :]).reshape(-1, 2)
+        points = np.stack([xy[:, 0], np.zeros(len(xy)), -xy[:, 1]], 1)
+        on_floor = (np.abs(navmesh.floor_height(points)) < 0.1).reshape(rows, cols)
+        same = on_floor == grid.free
+        boundary = ndimage.binary_dilation(grid.free, np.ones((3, 3))) & ~ndimage.binary_erosion(
+            grid.free, np.ones((3, 3))
+        )
+        agree, cells = agree + int(same.sum()), cells + same.size
+        away, cells_away = away + int(same[~boundary].sum()), cells_away + int((~boundary).sum())
+    return {"cells": cells, "agree": agree / cells, "agree_away_from_boundaries": away / cells_away}
 
 
 def _paired(metrics: dict) -> dict:
