@@ -236,9 +236,13 @@ class MeshScenePool:
         fields = []
         self._start_distance = np.zeros(len(episodes))
         for slot, sources in field_of:
-            search = self.scenes[slot].navmesh.search(np.asarray(sources))
+            navmesh = self.scenes[slot].navmesh
+            if not self.has_goal:  # the field alone, from the start
+                fields.append(navmesh.distance_field(np.asarray(sources)))
+                continue
+            search = navmesh.search(np.asarray(sources))
             fields.append(search.field)
-            for index in uses[(slot, sources)] if self.has_goal else ():
+            for index in uses[(slot, sources)]:
                 self._start_distance[index] = search.distance(episodes[index].start_position)
         self._field_offset = np.cumsum([0] + [len(f) for f in fields])[:-1]
         self._fields = np.concatenate(fields)
