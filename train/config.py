@@ -72,8 +72,9 @@ class TrainConfig(Config):
     algorithm: str = "ppo"
     ppo: PPOConfig = field(default_factory=PPOConfig)  # PPO's hyperparameters
     imitation: ImitationConfig = field(default_factory=ImitationConfig)  # DAgger and kickstarting settings
-    # The later stages of the run, in order (StageConfig): e.g. DD-PPO after imitation. YAML may give
-    # one stage as a mapping (one with from_frames 0 is none); errors name a stage by its index.
+    # The later stages of the run, in order (StageConfig): e.g. DD-PPO after imitation, or a curriculum of
+    # scene streams. YAML may give one stage as a mapping (one with from_frames 0 is none); errors name a
+    # stage by its index.
     stages: tuple[StageConfig, ...] = ()
     distributed: DistributedConfig = field(default_factory=DistributedConfig)  # multi-worker settings
     wandb: WandbConfig = field(default_factory=WandbConfig)  # Weights & Biases logging

@@ -108,12 +108,10 @@ def recipe_algorithms(train_config: dict[str, Any]) -> list[str]:
 
 
 def check_stages(algorithm: str, stages: tuple[StageConfig, ...], sim: SimConfig) -> None:
-    """Later stages follow imitation, each changes only the scene stream of the run's `sim` (check_stage_sim)
-    and starts after the one before, and once a stage has let the teacher go none has it back."""
-    if stages and algorithm != "dagger":
-        starts = [stage.from_frames for stage in stages]
-        raise ConfigError("stages", starts, "[] unless algorithm is dagger (later stages follow imitation)")
-    previous_start, teacher_gone = 0, False
+    """Each later stage changes only the scene stream of the run's `sim` (check_stage_sim) and starts after
+    the one before; once the run or a stage has gone without the teacher, no later stage has it back. So a
+    run that starts with DD-PPO may still move through scene streams, e.g. a curriculum of longer episodes."""
+    previous_start, teacher_gone = 0, algorithm not in TEACHER_ALGORITHMS
     for index, stage in enumerate(stages):
         check_stage_sim(index, stage, sim)
         if stage.from_frames <= previous_start:
@@ -122,11 +120,8 @@ def check_stages(algorithm: str, stages: tuple[StageConfig, ...], sim: SimConfig
             raise ConfigError(f"stages.{index}.from_frames", stage.from_frames, allowed)
         previous_start = stage.from_frames
         if teacher_gone and stage.algorithm in TEACHER_ALGORITHMS:
-            raise ConfigError(
-                f"stages.{index}.algorithm",
-                stage.algorithm,
-                "'ppo': a stage before it let the teacher go",
-            )
+            why = "a stage before it let the teacher go" if index else f"the run ({algorithm}) has no teacher"
+            raise ConfigError(f"stages.{index}.algorithm", stage.algorithm, f"'ppo': {why}")
         teacher_gone = stage.algorithm not in TEACHER_ALGORITHMS
 
 

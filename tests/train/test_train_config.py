@@ -257,7 +257,7 @@ def test_bps_lr_scaling(monkeypatch, overrides, world_size, expected):
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
-        (["stages.from_frames=4096"], "stages"),  # later stages follow imitation only
+        (["stages.from_frames=4096", "stages.algorithm=kickstart"], "stages.0.algorithm"),  # no teacher
         (
             ["algorithm=dagger", "stages.from_frames=4096", "stages.ppo.num_steps=8"],
             "stages.0.ppo.num_steps",

@@ -867,3 +867,21 @@ def test_rl_from_an_imitation_run_warms_up_the_critic_and_records_the_recipe(tmp
     assert (
         "invalid init_from" in err and "hidden_size: 32 there, 64 here" in err and "Traceback" not in err
     ), err
+
+
+def test_a_dd_ppo_run_follows_a_curriculum_of_episode_lengths(tmp_path):
+    """A run without a teacher may still have later stages that change its scene stream: short episodes
+    first, then longer ones, each stage in a new simulator."""
+    f = FRAMES_PER_UPDATE
+    sims = []
+
+    class Watch(TrainerCallback):
+        def on_update_end(self, trainer, metrics):
+            sims.append(trainer.sim)
+
+    curriculum = f"stages=[{{from_frames: {2 * f}, sim: {{max_geodesic: 12.0}}}}]"
+    config = load_config(PRESET, [*TINY, *ADAM, f"total_frames={3 * f}", "sim.max_geodesic=3.0", curriculum])
+    train(config, tmp_path / "run", callbacks=[Watch()])
+    assert [sim.config.max_geodesic for sim in sims] == [3.0, 3.0, 12.0]
+    provenance = json.loads((tmp_path / "run" / "config.json").read_text())["provenance"]
+    assert [s["algorithm"] for s in provenance["stages"]] == ["ppo", "ppo"]
