@@ -23,17 +23,16 @@ rotation counters in `state_dict` a resumed run continues exactly.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import torch
 
-from navzoo.errors import EpisodeError, NavzooError
+from navzoo.errors import NavzooError
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import Episode, MeshEpisode
 from navzoo.sim.rotation import SceneRotation
+from navzoo.sim.scans.episode_errors import episode_error, off_floor_error
 from navzoo.sim.scans.episode_sampler import EpisodeSampler, PointNavRules
-from navzoo.sim.scans.frame import stage_config_path
 from navzoo.sim.scans.mesh_scenes import MeshScene, load_mesh_scene, on_floor, scene_paths
 from navzoo.sim.scans.motion import slide
 from navzoo.sim.scans.navmesh import largest_finite
@@ -223,7 +222,10 @@ class MeshScenePool:
             ends = [("start", ep.start_position)] + [("goal", g) for g in ep.goal_positions if self.has_goal]
             for what, point in ends:
                 if not on_floor(navmesh, point):
-                    raise self._off_floor(index, ep, f"its {what} {list(point)}", episodes, self.scenes[slot])
+                    where = f"its {what} {list(point)}"
+                    raise off_floor_error(
+                        self.config.episodes_file, index, ep, where, episodes, self.scenes[slot]
+                    )
             table["slot"].append(slot)
             table["start"].append(ep.start)
             table["heading"].append(ep.heading)
@@ -272,31 +274,7 @@ class MeshScenePool:
                 else f"its start is {float(start[index]):.3g} m (geodesic) from its goal, within "
                 f"success_distance={self.config.success_distance:g} m"
             )
-            raise self._error(int(index), ep, problem)
-
-    def _off_floor(
-        self, index: int, ep: MeshEpisode, point: str, episodes: list[MeshEpisode], scene: MeshScene
-    ) -> EpisodeError:
-        """The error for an episode point off the floor. Where no episode of the scene starts on its floor,
-        the mesh likely stands in another frame than its episodes assume (a wrongly oriented stage): the
-        message says how it was oriented and where to say otherwise."""
-        starts = [e.start_position for e in episodes if e.scene_id == ep.scene_id]
-        if any(on_floor(scene.navmesh, start) for start in starts):
-            return self._error(index, ep, f"{point} is not on the navigable floor")
-        frame = scene.frame
-        return EpisodeError(
-            f"episode {index} (episode_id {ep.episode_id!r}) of {self.config.episodes_file}: {point} is not "
-            f"on the navigable floor of {ep.scene_id}, and no episode of that scene starts on it, so the "
-            f"mesh may stand in another frame than its episodes: it was read with up {list(frame.up)} and "
-            f"front {list(frame.front)} ({frame.source}); if that is wrong, give its up and front in "
-            f"{stage_config_path(Path(ep.scene_id)).name} beside it, or in the scene dataset config"
-        )
-
-    def _error(self, index: int, ep: MeshEpisode, problem: str) -> EpisodeError:
-        return EpisodeError(
-            f"episode {index} (episode_id {ep.episode_id!r}) of {self.config.episodes_file} in "
-            f"{ep.scene_id}: {problem}; fix or remove the episode"
-        )
+            raise episode_error(self.config.episodes_file, int(index), ep, problem)
 
     def distance_field(self, field: int) -> np.ndarray:
         """float32 [places of its scene]: the geodesic distance field `field` of the episode table (of

@@ -17,16 +17,46 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from numba import njit
 
-if TYPE_CHECKING:
-    from navzoo.sim.scans.navmesh import NavMesh
+from navzoo.sim.scans.geodesics import GeodesicGraph
 
 ON_LINE = 1e-9  # crossings this close (in units of the segment) are one: the segment meets a grid vertex
 ALONG_AXIS = 1e-9  # metres: a segment whose x or z changes by less runs along the grid
+
+
+class Floor(Protocol):
+    """What a search reads of its navmesh (navzoo.sim.scans.navmesh.NavMesh, which makes the searches)."""
+
+    @property
+    def origin(self) -> np.ndarray: ...
+
+    @property
+    def cell(self) -> float: ...
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+
+    @property
+    def column(self) -> np.ndarray: ...
+
+    @property
+    def neighbours(self) -> np.ndarray: ...
+
+    @property
+    def geodesics(self) -> GeodesicGraph: ...
+
+    @property
+    def positions(self) -> np.ndarray: ...
+
+    def project(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def around(self, place: np.ndarray) -> np.ndarray: ...
+
+    def search(self, goals: np.ndarray) -> GoalSearch: ...
 
 
 @dataclass(frozen=True)
@@ -34,7 +64,7 @@ class GoalSearch:
     """One Dijkstra search from a set of sources on a navmesh (GeodesicGraph.search): its distance `field`
     [places], and the taut shortest path to the nearest source from any start."""
 
-    navmesh: NavMesh
+    navmesh: Floor
     field: np.ndarray  # float32 [places]
     predecessors: np.ndarray  # int32 [nodes + rows]: each node's next node towards the sources
     stop: int  # the node that stands for the sources
