@@ -12,7 +12,8 @@
   resolve their whole config with --print-config (preset names, override keys and values).
 - The zoo table's numbers measured by navzoo (the shipped agents' val SPL, val success and test SPL, marked ³)
   are those of benchmarks/results/zoo/zoo_eval.json, which `python benchmarks/zoo_eval.py` writes, rounded as
-  shown, so the README cannot drift from the result file.
+  shown, and the round-trip table's those of benchmarks/results/mesh_round_trip.json (`python
+  benchmarks/mesh_round_trip.py`), so the README cannot drift from the result files.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from navzoo.zoo.loader import locate
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 ZOO_EVAL = README.parent / "benchmarks" / "results" / "zoo" / "zoo_eval.json"
+ROUND_TRIP = README.parent / "benchmarks" / "results" / "mesh_round_trip.json"
 ZOO_COLUMNS = {"Val SPL": ("val", "spl"), "Val success": ("val", "success"), "Test SPL": ("test", "spl")}
 # A fenced block, also one indented under a list item (its closing fence indented the same).
 BLOCK = re.compile(r"^( *)```(\w+)\n(.*?)^\1```", re.S | re.M)
@@ -205,10 +207,10 @@ def test_command_line_parses(argv, capsys, tmp_path, monkeypatch):
         assert cli_main([*argv, "--print-config"]) == 0, capsys.readouterr().err
 
 
-def zoo_table() -> list[dict[str, str]]:
-    """The README's zoo table (the one whose header starts with `| Name | Backbone |`), as rows of cells."""
+def readme_table(header_start: str) -> list[dict[str, str]]:
+    """The README's table whose header starts with `header_start`, as rows of cells."""
     lines = README.read_text().splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| Name | Backbone |"))
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
     header = [c.strip() for c in lines[start].strip("|").split("|")]
     rows = []
     for line in lines[start + 2 :]:
@@ -220,7 +222,9 @@ def zoo_table() -> list[dict[str, str]]:
 
 def test_the_zoo_tables_measured_numbers_are_those_of_the_result_file():
     results = json.loads(ZOO_EVAL.read_text())["results"]
-    measured = [row for row in zoo_table() if row["Weights"] == "shipped in the package"]
+    measured = [
+        row for row in readme_table("| Name | Backbone |") if row["Weights"] == "shipped in the package"
+    ]
     assert {row["Name"].strip("`") for row in measured} == {
         "navzoo-pointnav-depth",
         "navzoo-pointnav-rgb",
@@ -236,3 +240,24 @@ def test_the_zoo_tables_measured_numbers_are_those_of_the_result_file():
                 f"README zoo table, {name} {column}: {cell!r}, but benchmarks/results/zoo/zoo_eval.json "
                 f"has {expected} ({split} {metric}); copy the file's number"
             )
+
+
+def test_the_round_trip_tables_numbers_are_those_of_the_result_file():
+    result = json.loads(ROUND_TRIP.read_text())
+    depth, navigable, ratio = result["depth"], result["navigable"], result["start_geodesic_ratio"]
+    paired = {row["model"].removeprefix("navzoo-pointnav-"): row for row in result["paired"]}
+
+    def spl(agent: str) -> str:
+        return f"{paired[agent]['spl_difference']:+.3f} ± {paired[agent]['spl_ci95_half_width']:.3f}"
+
+    expected = [
+        f"{depth['within_1cm']:.2%} of {depth['pixels'] / 1e6:.1f}M pixels within 1 cm",
+        f"{navigable['agree_away_from_boundaries']:.2%} away from the free-space boundary, "
+        f"{navigable['agree']:.2%} of all",
+        f"median {ratio['median']:.3f}, mean {ratio['mean']:.3f}; "
+        f"{ratio['within_2_percent']:.0%} of episodes within 2%",
+        f"{spl('depth')} (success {paired['depth']['success_difference']:+.3f})",
+        f"{spl('rgb')} and {spl('blind')}",
+    ]
+    cells = [row["mesh against native"] for row in readme_table("| round trip |")]
+    assert cells == expected, "copy the numbers of benchmarks/results/mesh_round_trip.json into the README"
