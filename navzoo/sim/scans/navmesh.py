@@ -293,6 +293,15 @@ class NavMesh:
             columns += [side, corner]
         return np.stack(columns, 1)
 
+    def ways_in(self, place: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """How the simulator reads a point's distance off a field: for points [M, 3] on places [M], the places
+        around each one's (`around`, [M, 9], -1: none) and the straight hop in x, z [M, 9] from the point to
+        each one's centre. The point's distance is the least of field + hop over them."""
+        around = self.around(place)
+        centres = self.geodesics.centre[np.maximum(around, 0)]
+        hop = np.hypot(centres[..., 0] - points[:, None, 0], centres[..., 2] - points[:, None, 2])
+        return around, hop
+
     # -- internals ------------------------------------------------------------------------------------
     def _column_neighbours(self, points: np.ndarray, tolerance: float | None = None):
         """The places of each point's column just below (at most `tolerance` above the point; default a

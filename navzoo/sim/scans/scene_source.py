@@ -328,9 +328,7 @@ class MeshScenePool:
         for _, scene, rows in self._by_scene(slots):
             navmesh = scene.navmesh
             place, _ = navmesh.project(where[rows])
-            around = navmesh.around(place)  # [m, 9] local places, -1: none
-            centres = navmesh.positions[np.maximum(around, 0)]
-            hop = np.hypot(centres[..., 0] - where[rows, None, 0], centres[..., 2] - where[rows, None, 2])
+            around, hop = navmesh.ways_in(place, where[rows])  # [m, 9] local places, -1: none
             base = self._field_offset[fields_np[rows]][:, None]
             value = np.where(around >= 0, self._fields[base + np.maximum(around, 0)] + hop, np.inf)
             result[rows] = value.min(1)

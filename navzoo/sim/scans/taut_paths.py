@@ -49,12 +49,9 @@ class Floor(Protocol):
     @property
     def geodesics(self) -> GeodesicGraph: ...
 
-    @property
-    def positions(self) -> np.ndarray: ...
-
     def project(self, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
-    def around(self, place: np.ndarray) -> np.ndarray: ...
+    def ways_in(self, place: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
     def search(self, goals: np.ndarray) -> GoalSearch: ...
 
@@ -86,8 +83,8 @@ class GoalSearch:
             if goal not in self._each:
                 self._each[goal] = self.navmesh.search(self.points[goal][None])
             path = self._each[goal].path(start)
-            if path_length(path) < best_length:
-                best, best_length = path, path_length(path)
+            if (length := path_length(path)) < best_length:
+                best, best_length = path, length
         return best
 
     def _path(self, start: np.ndarray) -> np.ndarray:
@@ -96,15 +93,12 @@ class GoalSearch:
         place, point = navmesh.project(np.asarray(start, np.float64).reshape(1, 3))
         if place[0] < 0:
             return np.zeros((0, 3))
-        # The first node as the simulator measures a point's distance: the best of the 9 places around its
-        # own, plus the straight hop there.
-        around = navmesh.around(place)[0]
-        around = around[around >= 0]
-        centres = navmesh.positions[around]
-        cost = self.field[around] + np.hypot(centres[:, 0] - point[0, 0], centres[:, 2] - point[0, 2])
+        # The first node as the simulator measures a point's distance (NavMesh.ways_in).
+        around, hop = navmesh.ways_in(place, point)
+        cost = np.where(around[0] >= 0, self.field[np.maximum(around[0], 0)] + hop[0], np.inf)
         if not np.isfinite(cost.min()):
             return np.zeros((0, 3))
-        nodes = _trace(self.predecessors, int(around[np.argmin(cost)]), self.stop, len(graph.position))
+        nodes = _trace(self.predecessors, int(around[0, np.argmin(cost)]), self.stop, len(graph.position))
         points = np.concatenate([point, graph.position[nodes], self.points])  # one source
         lying_on = np.full((len(points), graph.owners.shape[1]), -1, np.int32)
         lying_on[0, 0], lying_on[-1, 0] = place[0], self.places[0]

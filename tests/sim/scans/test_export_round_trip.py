@@ -22,10 +22,9 @@ def habitat_points(xy: np.ndarray) -> np.ndarray:
 def graph_distance(navmesh, start: np.ndarray, goals: np.ndarray) -> float:
     """The geodesic graph's distance from `start` to `goals`, measured as the simulator measures an agent's:
     the best of the 9 places around the start's, plus the straight hop to that place's centre."""
-    around = navmesh.around(navmesh.place_below(start[None]))[0]
-    around = around[around >= 0]
-    hop = np.linalg.norm((navmesh.positions[around] - start)[:, [0, 2]], axis=1)
-    return float((navmesh.distance_field(goals)[around] + hop).min())
+    around, hop = navmesh.ways_in(navmesh.place_below(start[None]), start[None])
+    on = around[0] >= 0
+    return float((navmesh.distance_field(goals)[around[0, on]] + hop[0, on]).min())
 
 
 def test_exported_scene_navigates_like_the_native_grid(tmp_path):
