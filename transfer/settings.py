@@ -86,9 +86,10 @@ def build_setting(
     elif setting == "imagenet-encoder":
         # Same cameras and input size as the PointGoal encoder; timm's own channel count and
         # normalisation. The encoder's compression layer has no ImageNet counterpart and stays frozen at
-        # its random initialisation, so the whole encoder is a fixed feature extractor as in the paper.
+        # its random initialisation, so the whole encoder is a fixed feature extractor as in the paper. The
+        # net is DD-PPO's (habitat's PointNavBaselineNet, a base's other layout, has the SimpleCNN only).
         imagenet = goal_free.replace(
-            backbone=f"timm:{imagenet_model}", base_planes=None, normalize_visual_inputs=None
+            backbone=f"timm:{imagenet_model}", base_planes=None, normalize_visual_inputs=None, net="resnet"
         )
         policy = PointNavPolicy(imagenet)
         record["imagenet_weights"] = load_imagenet_backbone(policy, imagenet_weights)

@@ -114,8 +114,11 @@ class NavzooFeaturesExtractor(BaseFeaturesExtractor):
         visual = policy_config.hidden_size if net.visual_encoder is not None else 0
         seen_map = MAP_EMBEDDING_SIZE if net.map_encoder is not None else 0
         goal_embedding = net.tgt_embeding if GOAL_SENSOR in policy_config.sensors else None
-        goal = 0 if goal_embedding is None else goal_embedding.out_features
+        # PointNavBaselineNet's layout (policy_config.net="baseline") passes the reading on raw.
+        raw_goal = policy_config.net == "baseline" and GOAL_SENSOR in policy_config.sensors
+        goal = 2 if raw_goal else 0 if goal_embedding is None else goal_embedding.out_features
         super().__init__(observation_space, features_dim=visual + seen_map + goal)
+        self.raw_goal = raw_goal
         self.visual_encoder, self.visual_fc = net.visual_encoder, net.visual_fc
         self.map_encoder = net.map_encoder
         self.tgt_embeding = goal_embedding
@@ -127,6 +130,8 @@ class NavzooFeaturesExtractor(BaseFeaturesExtractor):
             parts.append(self.visual_fc(self.visual_encoder(observations)))
         if self.map_encoder is not None:
             parts.append(self.map_encoder(observations[SEEN_MAP]))
+        if self.raw_goal:
+            parts.append(observations[GOAL_SENSOR].float())
         if self.tgt_embeding is not None:
             rho, phi = observations[GOAL_SENSOR][:, 0], observations[GOAL_SENSOR][:, 1]
             parts.append(self.tgt_embeding(torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1)))

@@ -201,7 +201,8 @@ class PolicyConfig(Config):
         self._validate_net()
 
     def _validate_net(self) -> None:
-        """PointNavBaselineNet has a SimpleCNN (or none), one GRU layer and the GPS+Compass reading only."""
+        """PointNavBaselineNet has a SimpleCNN (or none), one GRU layer and the GPS+Compass reading only (or,
+        for goal-free tasks, a dummy goal or none; habitat_policy refuses those for export)."""
         if self.net not in NETS:
             raise ConfigError("net", self.net, NETS)
         if self.net == "resnet":
@@ -212,11 +213,9 @@ class PolicyConfig(Config):
             raise ConfigError(
                 "rnn_type", self.rnn_type, "'GRU' with num_recurrent_layers=1 for net='baseline'"
             )
-        if not self.has_goal or self.has_seen_map:
+        if self.has_seen_map:
             raise ConfigError(
-                "sensors",
-                self.sensors,
-                f"{GOAL_SENSOR} and cameras or none (no {SEEN_MAP}) for net='baseline'",
+                "sensors", self.sensors, f"cameras and {GOAL_SENSOR} (no {SEEN_MAP}) for net='baseline'"
             )
         if self.input_avgpool or self.normalize_visual_inputs:
             # habitat's SimpleCNN sees the images as they come: no pooling, RGB only rescaled to [0, 1]

@@ -9,7 +9,8 @@
     action_distribution.linear, critic.fc   heads on the recurrent output
 
 With `PolicyConfig.net="baseline"` the core is PointNavBaselineNet's instead: no goal or previous-action
-embedding, one GRU layer over [visual, rho, phi] (the GPS+Compass reading as it comes).
+embedding, one GRU layer over [visual, rho, phi] (the GPS+Compass reading as it comes, or a dummy goal, or
+no goal for goal-free tasks).
 
 Conventions (one step, N environments): observations are the simulator's dict ("depth" [N,H,W,1] float,
 "rgb" [N,H,W,3] uint8, "seen_map" [N,S,S,2] float, "pointgoal_with_gps_compass" [N,2] float), `hidden`
@@ -98,10 +99,12 @@ class PointNavNet(nn.Module):
             # forward() puts it right after the camera's embedding
             self.seen_map_columns = slice(config.hidden_size, config.hidden_size + MAP_EMBEDDING_SIZE)
             rnn_input += MAP_EMBEDDING_SIZE
-        # PointNavBaselineNet reads the goal raw and no previous action (PolicyConfig.net).
-        self.raw_goal = config.net == "baseline"
-        if self.raw_goal:
-            rnn_input += 2 - 32  # (rho, phi) in place of the previous action's embedding
+        # PointNavBaselineNet reads the goal raw, (rho, phi), and no previous action (PolicyConfig.net).
+        baseline = config.net == "baseline"
+        self.raw_goal = baseline and config.has_goal_embedding
+        if baseline:
+            rnn_input -= 32  # no previous action's embedding
+            rnn_input += 2 if self.raw_goal else 0
         elif config.has_goal_embedding:
             self.tgt_embeding = nn.Linear(3, 32)
             rnn_input += 32
@@ -109,7 +112,7 @@ class PointNavNet(nn.Module):
         dummy = config.dummy_goal or (0.0, 0.0)
         self.register_buffer("dummy_goal", torch.tensor([dummy], dtype=torch.float32), persistent=False)
         self.uses_dummy_goal = config.dummy_goal is not None
-        self.prev_action_embedding = None if self.raw_goal else nn.Embedding(config.num_actions + 1, 32)
+        self.prev_action_embedding = None if baseline else nn.Embedding(config.num_actions + 1, 32)
         self.state_encoder = RNNStateEncoder(
             rnn_input, config.hidden_size, config.num_recurrent_layers, config.rnn_type
         )
@@ -135,7 +138,7 @@ class PointNavNet(nn.Module):
         if self.map_encoder is not None:
             inputs.append(self.map_encoder(observations[SEEN_MAP]))
         if self.raw_goal:
-            inputs.append(observations[GOAL_SENSOR].float())
+            inputs.append(self._raw_goal(observations, masks.numel()))
         if self.tgt_embeding is not None:
             inputs.append(self.tgt_embeding(self._goal_vector(observations, masks.numel())))
         if self.prev_action_embedding is not None:
@@ -143,6 +146,21 @@ class PointNavNet(nn.Module):
             inputs.append(self.prev_action_embedding(torch.where(masks, prev_actions + 1, start).flatten()))
         x = torch.cat(inputs, dim=1).view(*masks.shape, -1)
         return (*self.state_encoder(x, hidden, masks), embedding)
+
+    @property
+    def has_goal_input(self) -> bool:
+        """Whether the recurrent core reads a goal (embedded, or raw as PointNavBaselineNet's)."""
+        return self.tgt_embeding is not None or self.raw_goal
+
+    def _raw_goal(self, observations: dict[str, torch.Tensor], count: int) -> torch.Tensor:
+        """[count, 2] (rho, phi) as PointNavBaselineNet reads it: the sensor's, the dummy goal, or a goal
+        vector [rho, cos(-phi), sin(-phi)] turned back into its angle."""
+        if GOAL_VECTOR_KEY in observations:
+            vector = observations[GOAL_VECTOR_KEY]
+            return torch.stack([vector[:, 0], -torch.atan2(vector[:, 2], vector[:, 1])], -1)
+        if self.uses_dummy_goal:
+            return self.dummy_goal.expand(count, 2)
+        return observations[GOAL_SENSOR].float()
 
     def _goal_vector(self, observations: dict[str, torch.Tensor], count: int) -> torch.Tensor:
         """[count, 3] inputs of the goal embedding: given directly, from the dummy goal, or the sensor."""
@@ -376,9 +394,9 @@ class PointNavPolicy(ActorCritic):
         masks: torch.Tensor,
     ) -> PolicyOutput:
         """The policy as a differentiable controller: the goal embedding's input [..., 3] =
-        [rho, cos(-phi), sin(-phi)] in, the action distribution out. Gradients flow back to `goal_vector`
-        (the neural-controller transfer setting)."""
-        if self.net.tgt_embeding is None:
+        [rho, cos(-phi), sin(-phi)] in (read back as (rho, phi) by a net="baseline" policy), the action
+        distribution out. Gradients flow back to `goal_vector` (the neural-controller transfer setting)."""
+        if not self.net.has_goal_input:
             raise ObservationError(f"this policy has no goal input ({GOAL_SENSOR} is not among its sensors)")
         if tuple(goal_vector.shape) != (*masks.shape, 3):
             raise ObservationError(

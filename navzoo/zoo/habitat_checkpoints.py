@@ -259,6 +259,11 @@ def habitat_policy(config: PolicyConfig) -> str:
             "PointNav policies take from the GPS+Compass sensor instead; only PointGoal policies export"
         )
     if config.net == "baseline":
+        if not config.has_goal:
+            raise NavzooError(
+                f"PointNavBaselinePolicy reads the goal from the GPS+Compass sensor ({GOAL_SENSOR}), which "
+                "this policy does not read; only PointGoal policies export"
+            )
         return "PointNavBaselinePolicy"
     if config.family not in ("habitat", "blind"):
         raise NavzooError(

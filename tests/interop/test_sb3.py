@@ -100,3 +100,21 @@ def test_the_features_extractor_reads_the_seen_map_when_its_config_names_the_cel
     obs = {k: torch.as_tensor(v) for k, v in env.reset().items()}
     assert extractor(obs).shape == (2, 64 + 256 + 32)
     env.close()
+
+
+def test_the_features_extractor_passes_the_goal_on_raw_in_habitat_s_baseline_layout():
+    env = NavVecEnv(num_envs=2, resolution=(64, 64), sensors=("depth",))
+    config = PolicyConfig(
+        backbone="simple_cnn",
+        sensors=("depth", GOAL_SENSOR),
+        resolution=(64, 64),
+        hidden_size=64,
+        rnn_type="GRU",
+        num_recurrent_layers=1,
+        net="baseline",
+    )
+    extractor = NavzooFeaturesExtractor(env.observation_space, config)
+    assert extractor.features_dim == 64 + 2  # camera, (rho, phi)
+    obs = {k: torch.as_tensor(v) for k, v in env.reset().items()}
+    torch.testing.assert_close(extractor(obs)[:, -2:], obs[GOAL_SENSOR])
+    env.close()

@@ -1,7 +1,9 @@
 """Transfer to Flee and Explore (navzoo.transfer): what each of the five settings freezes, the neural
 controller's planner, the dummy goal, and short real `navzoo finetune` runs on the embedded simulator.
 
-The base model is navzoo's own RGB PointGoal agent, shipped in the package. The ImageNet weights cannot be
+The base model is navzoo's own RGB PointGoal agent, shipped in the package; what reads the goal is also
+checked on a policy of the other habitat layout (DD-PPO's goal embedding, or PointNavBaselineNet's raw
+reading). The ImageNet weights cannot be
 downloaded here; the ImageNet-encoder setting is run from a local weights file instead (a timm resnet18
 saved by the test: the loading path is what is checked, not ImageNet quality), and its refusal to run
 without weights is checked with the Hub offline.
@@ -56,6 +58,38 @@ def base() -> PointNavPolicy:
     return navzoo.load(BASE)
 
 
+@pytest.fixture(scope="module", params=["shipped", "other-layout"])
+def any_layout(request, base) -> PointNavPolicy:
+    """The shipped base, and a (random) policy of the same cameras in the other habitat layout: DD-PPO's
+    goal embedding (net="resnet") or PointNavBaselineNet's raw (rho, phi) (net="baseline")."""
+    if request.param == "shipped":
+        return base
+    torch.manual_seed(1)
+    other = "resnet" if base.config.net == "baseline" else "baseline"
+    return PointNavPolicy(base.config.replace(net=other)).eval()
+
+
+def _goal_share(policy: PointNavPolicy) -> int:
+    """Parameters that read the goal: its embedding and the recurrent core's weights on it, or the core's
+    weights on the raw (rho, phi)."""
+    rows = policy.net.state_encoder.rnn.weight_ih_l0.shape[0]
+    if policy.net.tgt_embeding is None:
+        return rows * 2
+    return _params(policy.net.tgt_embeding) + rows * 32
+
+
+def _goal_inputs(policy: PointNavPolicy) -> list[torch.Tensor]:
+    """Collects what the policy's recurrent core reads as the goal at each call: the goal embedding's
+    input [rho, cos(-phi), sin(-phi)], or the raw (rho, phi) columns of a baseline-layout core's input."""
+    seen: list[torch.Tensor] = []
+    if policy.net.tgt_embeding is not None:
+        policy.net.tgt_embeding.register_forward_hook(lambda _m, inputs, _o: seen.append(inputs[0]))
+    else:
+        core = policy.net.state_encoder
+        core.register_forward_hook(lambda _m, inputs, _o: seen.append(inputs[0][..., -2:].flatten(0, -2)))
+    return seen
+
+
 @pytest.fixture(scope="module")
 def imagenet_file(tmp_path_factory) -> Path:
     """Stands in for a downloaded ImageNet file: a timm resnet18 state dict (random, but known)."""
@@ -101,11 +135,11 @@ def _build(setting: str, base: PointNavPolicy, imagenet_file: Path | None = None
 
 
 # --- what each setting builds and freezes ------------------------------------------------------------------
-def test_settings_freeze_exactly_their_encoder_or_controller(base, imagenet_file):
+def test_settings_freeze_exactly_their_encoder_or_controller(any_layout, imagenet_file):
+    base = any_layout
     whole = _params(base)
     encoder = _params(base.visual_encoder)
-    # The goal's share of the policy: its embedding and the recurrent core's weights reading it.
-    goal_embedding = _params(base.net.tgt_embeding) + base.net.state_encoder.rnn.weight_ih_l0.shape[0] * 32
+    goal_embedding = _goal_share(base)
 
     scratch = _build("scratch", base)
     # No GPS+Compass: the goal embedding is gone, everything else is trained.
@@ -170,18 +204,19 @@ def test_imagenet_setting_refuses_to_run_without_weights(base, hub_offline, tmp_
         build_setting("imagenet-encoder", base, imagenet_weights=str(tmp_path / "missing.safetensors"))
 
 
-def test_dummy_goal_is_fed_to_the_goal_embedding(base):
+def test_dummy_goal_is_fed_to_the_goal_input(any_layout):
+    base = any_layout
     policy = _build("pointgoal-finetune", base)
-    seen = []
-    policy.net.tgt_embeding.register_forward_hook(lambda _m, inputs, _o: seen.append(inputs[0]))
+    seen = _goal_inputs(policy)
     n = 3
     obs = {"rgb": torch.randint(0, 255, (n, 64, 64, 3), dtype=torch.uint8)}
     masks = torch.ones(n, dtype=torch.bool)
     with torch.no_grad():
         policy(obs, policy.initial_state(n), torch.zeros(n, dtype=torch.long), masks)
     rho, phi = 5.0, 0.0
-    expected = torch.tensor([[rho, math.cos(-phi), math.sin(-phi)]]).expand(n, 3)
-    torch.testing.assert_close(seen[0], expected)
+    embedded = policy.net.tgt_embeding is not None
+    goal = [rho, math.cos(-phi), math.sin(-phi)] if embedded else [rho, phi]
+    torch.testing.assert_close(seen[0], torch.tensor([goal]).expand(n, len(goal)))
     # The same images give the PointGoal policy's actions for a GPS+Compass reading equal to the dummy.
     pointgoal = {**obs, "pointgoal_with_gps_compass": torch.tensor([[rho, phi]]).expand(n, 2)}
     with torch.no_grad():
@@ -193,8 +228,8 @@ def test_dummy_goal_is_fed_to_the_goal_embedding(base):
 
 
 # --- the neural controller ---------------------------------------------------------------------------
-def test_planner_gradients_reach_through_the_frozen_controller(base):
-    policy = _build("neural-controller", base)
+def test_planner_gradients_reach_through_the_frozen_controller(any_layout):
+    policy = _build("neural-controller", any_layout)
     policy.train()
     t, n = 6, 3
     obs = {"rgb": torch.randint(0, 255, (t, n, 64, 64, 3), dtype=torch.uint8)}
@@ -221,8 +256,8 @@ def test_planner_gradients_reach_through_the_frozen_controller(base):
     torch.testing.assert_close(torch.stack(step_log_probs), result.log_prob.detach(), atol=1e-5, rtol=1e-5)
 
 
-def test_planner_goal_is_elu_magnitude_and_tanh_direction(base):
-    policy = _build("neural-controller", base)
+def test_planner_goal_is_elu_magnitude_and_tanh_direction(any_layout):
+    policy = _build("neural-controller", any_layout)
     raw = torch.tensor([[-3.0, 2.0, -0.5], [1.0, 0.1, 0.0]])
     with torch.no_grad():
         policy.goal_head.weight.zero_()
@@ -235,16 +270,20 @@ def test_planner_goal_is_elu_magnitude_and_tanh_direction(base):
     assert goal[1:].tolist() == pytest.approx([math.tanh(2.0), math.tanh(-0.5)])
     assert goal[1:].norm() != pytest.approx(1.0)  # not renormalised
 
-    # The goal reaches the controller as its goal-embedding input.
-    seen = []
-    policy.controller.net.tgt_embeding.register_forward_hook(lambda _m, inputs, _o: seen.append(inputs[0]))
+    # The goal reaches the controller as its goal-embedding input, or as the (rho, phi) it stands for.
+    seen = _goal_inputs(policy.controller)
     n = 2
     obs = {"rgb": torch.randint(0, 255, (n, 64, 64, 3), dtype=torch.uint8)}
     with torch.no_grad():
+        policy.goal_head.bias.copy_(torch.tensor([0.5, -0.3, 0.8]))  # a goal behind, to the right
         out = policy(
             obs, policy.initial_state(n), torch.zeros(n, dtype=torch.long), torch.ones(n, dtype=bool)
         )
-    torch.testing.assert_close(seen[0], out.features)
+    goal = out.features
+    if policy.controller.net.tgt_embeding is None:
+        goal = torch.stack([goal[:, 0], -torch.atan2(goal[:, 2], goal[:, 1])], -1)
+        assert (goal[:, 1] < 0).all()  # phi < 0: to the right, as sin(-phi) > 0 says
+    torch.testing.assert_close(seen[0], goal)
     assert GOAL_VECTOR_KEY == "goal_vector" and VISUAL_FEATURES_KEY == "visual_features"
 
 
