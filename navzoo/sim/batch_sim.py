@@ -2,7 +2,8 @@
 
 Observations follow habitat's sensor names and layouts: ``depth`` [N, H, W, 1] float32 in [0, 1] (z-depth
 normalised from [min_depth, max_depth]), ``rgb`` [N, H, W, 3] uint8, and for PointGoal
-``pointgoal_with_gps_compass`` [N, 2] = (rho, phi) with phi positive to the agent's right. Episodes reset
+``pointgoal_with_gps_compass`` [N, 2] = (rho, phi) with phi positive to the agent's right (habitat-lab's is
+positive to its left; navzoo.zoo.habitat_checkpoints converts policies between the two). Episodes reset
 themselves: the observation returned for a finished environment is the first of its next episode, and the
 finished episode's metrics come back in ``info["episode"]``. ``info["metrics"]`` has every environment's
 metrics as of this step, what its episode would report if it ended now (habitat's per-step measures).

@@ -11,6 +11,11 @@ GRU layer), whose names differ from navzoo's in two places: the SimpleCNN's conv
 `net.visual_encoder.cnn` with the Linear layer as its seventh module (navzoo: `net.visual_fc`), and it
 concatenates RGB before depth (navzoo: depth first), so an RGB-D first convolution has its input channels
 reordered. `habitat_overrides` gives the habitat-baselines config settings that build the same policy.
+
+navzoo's GPS+Compass bearing phi is positive to the agent's right; habitat-lab's PointGoal sensor returns it
+positive to the left. Both directions of the conversion negate the weights that read phi (the goal
+embedding's sin(-phi) column, or PointNavBaselineNet's GRU column on phi), so a converted policy takes the
+same action at the same pose in either simulator.
 """
 
 from __future__ import annotations
@@ -228,6 +233,7 @@ def habitat_to_policy(
     if config.net == "baseline":
         state = _from_baseline_names(state, config)
     check_state_dict(policy, state, str(path))
+    state = _mirrored_bearing(state, config)
     policy.load_state_dict(state, strict=True)
     return policy.eval()
 
@@ -291,10 +297,25 @@ def policy_to_habitat_state_dict(policy: PointNavPolicy) -> dict[str, torch.Tens
     """`actor_critic.`-prefixed tensors that habitat-baselines' `habitat_policy(config)` loads strictly."""
     config = policy.config
     habitat_policy(config)  # refuses what habitat-baselines could not build
-    state = {k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}
+    state = _mirrored_bearing({k: v.detach().cpu().clone() for k, v in policy.state_dict().items()}, config)
     if config.net == "baseline":
         state = _to_baseline_names(state, config)
     return {PREFIX + k: v for k, v in state.items()}
+
+
+def _mirrored_bearing(state: dict[str, torch.Tensor], config: PolicyConfig) -> dict[str, torch.Tensor]:
+    """navzoo-named weights that read the GPS+Compass bearing with its sign flipped (navzoo's positive to the
+    right, habitat's to the left; see the module docstring): the same policy for the other simulator's
+    sensor. Its own inverse."""
+    if not config.has_goal:
+        return state
+    if config.net == "baseline":  # the GRU reads [camera embedding, rho, phi]
+        name, column = "net.state_encoder.rnn.weight_ih_l0", -1
+    else:  # the goal embedding reads [rho, cos(-phi), sin(-phi)], and cos is even
+        name, column = "net.tgt_embeding.weight", 2
+    weight = state[name].clone()
+    weight[:, column] = -weight[:, column]
+    return {**state, name: weight}
 
 
 def _to_baseline_names(state: dict[str, torch.Tensor], config: PolicyConfig) -> dict[str, torch.Tensor]:

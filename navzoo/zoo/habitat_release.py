@@ -9,7 +9,7 @@ http(s) URL, a file:// URL or a local folder. On first use of an entry navzoo
 2. reads it weights-only and converts it with navzoo.zoo.habitat_checkpoints, which checks every tensor
    against the entry's architecture; a file that fails is deleted, so the next call downloads it again;
 3. writes config.json + model.safetensors to a temporary folder and renames it into the cache,
-   HF_HOME/navzoo/ddppo-models/<habitat file name without .pth>/.
+   HF_HOME/navzoo/ddppo-models-2/<habitat file name without .pth>/.
 
 Later uses read that folder and make no request at all, so HF_HUB_OFFLINE=1 works once a model is cached.
 """
@@ -37,7 +37,9 @@ from navzoo.zoo.habitat_checkpoints import habitat_to_policy
 from navzoo.zoo.registry import DDPPO_RELEASE_URL, ModelEntry
 
 BASE_URL_ENV = "NAVZOO_DDPPO_BASE_URL"
-RELEASE_FOLDER = "ddppo-models"
+# The cache's folder, renamed whenever the conversion's output changes so that older conversions are made
+# anew (2: the GPS+Compass bearing's weights mirrored to navzoo's sign, navzoo.zoo.habitat_checkpoints).
+RELEASE_FOLDER = "ddppo-models-2"
 
 
 def base_url() -> str:

@@ -29,6 +29,15 @@ from navzoo.models.running_mean_var import RunningMeanAndVar
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 
+def as_habitat_reads(observations: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The observations as habitat-lab's sensors give them at the same pose: the GPS+Compass bearing
+    positive to the left, where navzoo's is positive to the right (navzoo.zoo.habitat_checkpoints)."""
+    if GOAL_SENSOR not in observations:
+        return observations
+    goal = observations[GOAL_SENSOR]
+    return {**observations, GOAL_SENSOR: torch.stack([goal[..., 0], -goal[..., 1]], -1)}
+
+
 def _load_file(dist: importlib.metadata.Distribution, relative: str, name: str) -> ModuleType:
     path = Path(dist.locate_file(f"habitat_baselines/{relative}"))
     if not path.is_file():

@@ -28,7 +28,14 @@ from navzoo.zoo.habitat_checkpoints import (
     infer_config,
     policy_to_habitat_state_dict,
 )
-from tests.models.test_models_habitat import TOL, _sub, load_reference, randomize_, recurrent_core_and_heads
+from tests.models.test_models_habitat import (
+    TOL,
+    _sub,
+    as_habitat_reads,
+    load_reference,
+    randomize_,
+    recurrent_core_and_heads,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CHANNELS = {"depth": 1, "rgb": 3}
@@ -110,7 +117,7 @@ def test_an_exported_baseline_policy_steps_as_habitat_s_own(ref, case):
     with torch.no_grad():
         out = policy(obs, hidden, prev, masks)
         logits, value, ref_hidden = reference_forward(
-            ref, habitat_state, config, obs, hidden, masks.view(n, 1)
+            ref, habitat_state, config, as_habitat_reads(obs), hidden, masks.view(n, 1)
         )
     torch.testing.assert_close(out.distribution.logits, torch.log_softmax(logits, -1), **TOL)
     torch.testing.assert_close(out.value, value.squeeze(-1), **TOL)
@@ -129,7 +136,7 @@ def test_packed_sequences_match_habitat(ref, case):
     hidden = torch.rand(n, *policy.hidden_state_shape) - 0.5
     with torch.no_grad():
         result = policy.evaluate_actions(obs, hidden, prev, masks, actions)
-        flat = {k: v.flatten(0, 1) for k, v in obs.items()}
+        flat = as_habitat_reads({k: v.flatten(0, 1) for k, v in obs.items()})
         logits, value, ref_hidden = reference_forward(
             ref, policy_to_habitat_state_dict(policy), config, flat, hidden, masks.view(-1, 1)
         )
@@ -196,15 +203,29 @@ def test_a_simple_cnn_with_the_resnet_net_is_refused_naming_the_fix(tmp_path):
         ({"backbone": "resnet18", "resolution": (64, 64)}, "backbone"),
         ({"rnn_type": "LSTM"}, "rnn_type"),
         ({"num_recurrent_layers": 2}, "rnn_type"),
-        ({"sensors": ("depth",)}, "sensors"),
         ({"net": "lstm"}, "net"),
         ({"normalize_visual_inputs": True}, "normalize_visual_inputs"),
         ({"resolution": (32, 32)}, "resolution"),
+        ({"backbone": None, "sensors": (), "resolution": None, "dummy_goal": (5.0, 0.0)}, "sensors"),
     ],
 )
 def test_baseline_configs_habitat_cannot_build_are_refused(changes, field):
     with pytest.raises(ConfigError, match=field):
         CASES["depth"].replace(**changes)
+
+
+def test_a_goal_free_baseline_policy_runs_but_does_not_export(tmp_path):
+    """Flee and Explore policies built from a baseline-layout agent read no goal, or a dummy one;
+    PointNavBaselinePolicy reads the GPS+Compass, so they stay in navzoo."""
+    goal_free = CASES["depth"].replace(sensors=("depth",))
+    dummy = goal_free.replace(dummy_goal=(5.0, 0.0))
+    for config, refusal in ((goal_free, "reads the goal from the GPS"), (dummy, "dummy goal")):
+        policy = prepared(config, seed=10)
+        obs, prev = random_inputs(config, (2,), seed=11)
+        with torch.no_grad():
+            policy({"depth": obs["depth"]}, policy.initial_state(2), prev, torch.ones(2, dtype=torch.bool))
+        with pytest.raises(NavzooError, match=refusal):
+            export_habitat_checkpoint(policy, tmp_path / "x.pth")
 
 
 def test_the_model_card_says_how_to_run_it_in_habitat_lab():
@@ -230,7 +251,7 @@ def test_the_shipped_blind_agent_exports_to_habitat_s_resnet_policy(ref):
     with torch.no_grad():
         out = policy(obs, hidden, prev, masks)
         logits, _, _ = resnet_forward(
-            ref, state, policy.config, obs, hidden, prev.view(n, 1), masks.view(n, 1)
+            ref, state, policy.config, as_habitat_reads(obs), hidden, prev.view(n, 1), masks.view(n, 1)
         )
     torch.testing.assert_close(out.distribution.logits, torch.log_softmax(logits, -1), **TOL)
 

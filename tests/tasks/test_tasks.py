@@ -136,3 +136,37 @@ def test_explore_rewards_newly_visited_one_metre_cells():
     assert torch.allclose(sim.visited.flatten(1).sum(1).float(), 1 + total / 0.25)
     _, _, _done, info = sim.step(torch.full((8,), STOP))
     assert torch.allclose(info["episode"]["visited_cells"], 1 + total / 0.25)
+
+
+def _habitat_pointgoal(position, rotation, goal) -> tuple[float, float]:
+    """habitat-lab's PointGoalSensor (nav.py `_compute_pointgoal`, POLAR, 2D), transcribed: the goal rotated
+    into the agent's frame by the inverse of its yaw quaternion [x, y, z, w], then
+    `rho, phi = cartesian_to_polar(-d_z, d_x)` and `[rho, -phi]`."""
+    _, y, _, w = rotation
+    yaw = 2 * math.atan2(y, w)
+    dx, dz = goal[0] - position[0], goal[2] - position[2]
+    x = dx * math.cos(yaw) - dz * math.sin(yaw)  # R_y(-yaw) applied to (dx, dz)
+    z = dx * math.sin(yaw) + dz * math.cos(yaw)
+    return math.hypot(-z, x), -math.atan2(x, -z)
+
+
+def test_the_gps_compass_bearing_is_habitat_s_mirrored():
+    """navzoo's bearing is positive to the agent's right, habitat-lab's to its left; the distance is the
+    same. navzoo.zoo.habitat_checkpoints negates the weights on the bearing when it converts."""
+    from navzoo.sim.episodes import heading_to_quaternion, to_habitat_position
+
+    sim = BatchSim(SimConfig(split="val", num_envs=6, sensors=()))
+    reading = sim.reset()[GOAL_SENSOR]
+    for i in range(sim.num_envs):
+        rho, phi = _habitat_pointgoal(
+            to_habitat_position(sim.pos[i].tolist()),
+            heading_to_quaternion(float(sim.heading[i])),
+            to_habitat_position(sim.goal[i].tolist()),
+        )
+        assert reading[i, 0].item() == pytest.approx(rho, abs=1e-5)
+        assert reading[i, 1].item() == pytest.approx(-phi, abs=1e-5)
+    # A goal to the left (counter-clockwise of the heading) reads negative in navzoo.
+    heading = float(sim.heading[0])
+    sim.goal[0] = sim.pos[0] + torch.tensor([-math.sin(heading), math.cos(heading)])
+    assert sim.task.observations(sim, slice(0, 1))[GOAL_SENSOR][0, 1].item() == pytest.approx(-math.pi / 2)
+    sim.close()

@@ -25,9 +25,9 @@ import navzoo
 from navzoo.cli.main import main
 from navzoo.errors import UnsafeCheckpointError, WeightsFormatError, WeightsNotAvailableError
 from navzoo.storage.http_download import _total_size
-from navzoo.zoo.habitat_release import BASE_URL_ENV, cache_root, cached_release
+from navzoo.zoo.habitat_release import BASE_URL_ENV, RELEASE_FOLDER, cache_root, cached_release
 from navzoo.zoo.registry import HABITAT_RELEASE, model_entry
-from tests.models.test_models_habitat import load_reference, reference_forward
+from tests.models.test_models_habitat import as_habitat_reads, load_reference, reference_forward
 from tests.storage.test_locks import HOLDER
 from tests.zoo.test_convert import Payload, outputs, released_checkpoint
 
@@ -49,8 +49,8 @@ def serve(server, filename: str, checkpoint: dict, legacy: bool = False) -> dict
 
 
 def assert_matches_reference(ref, policy, original: dict[str, torch.Tensor]) -> None:
-    out, inputs = outputs(policy)
-    logits, value, hidden = reference_forward(ref, original, policy.config, *inputs)
+    out, (obs, *rest) = outputs(policy)
+    logits, value, hidden = reference_forward(ref, original, policy.config, as_habitat_reads(obs), *rest)
     torch.testing.assert_close(out.distribution.logits, torch.log_softmax(logits, -1), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out.value, value.squeeze(-1), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(out.hidden, hidden, atol=1e-5, rtol=1e-5)
@@ -59,7 +59,7 @@ def assert_matches_reference(ref, policy, original: dict[str, torch.Tensor]) -> 
 def assert_nothing_loadable(filename: str) -> None:
     """No converted folder, no downloaded .pth and no staging folder left in the release cache."""
     assert cached_release(filename) is None
-    folder = cache_root() / "ddppo-models"
+    folder = cache_root() / RELEASE_FOLDER
     leftovers = [p.name for p in folder.iterdir() if not p.name.endswith((".lock", ".part"))]
     assert leftovers == []
 
@@ -86,7 +86,7 @@ def test_first_load_downloads_converts_and_caches(ref, release_server, capfd):
     assert BLIND in progress and "B/s" in progress  # tqdm's bar: bytes, rate and time left
 
     folder = cached_release(BLIND)
-    assert folder == cache_root() / "ddppo-models" / BLIND.removesuffix(".pth")
+    assert folder == cache_root() / RELEASE_FOLDER / BLIND.removesuffix(".pth")
     assert sorted(p.name for p in folder.iterdir()) == ["config.json", "model.safetensors"]
     assert sorted(p.name for p in folder.parent.iterdir()) == [BLIND.removesuffix(".pth"), BLIND + ".lock"]
     assert "pointnav-blind" in navzoo.list_models(local=True)
@@ -164,7 +164,7 @@ def test_an_interrupted_download_resumes_on_the_next_call(ref, release_server):
     with pytest.raises(WeightsNotAvailableError, match=rf"HTTP 503.*{BASE_URL_ENV}") as err:
         navzoo.load("pointnav-blind")
     assert "pointnav-blind" not in navzoo.list_models(local=True)
-    part = cache_root() / "ddppo-models" / (BLIND + ".part")
+    part = cache_root() / RELEASE_FOLDER / (BLIND + ".part")
     assert part.stat().st_size == third, str(err.value)
 
     del release_server.fail[BLIND]
@@ -253,7 +253,7 @@ def test_a_process_fetching_a_release_makes_others_wait_until_it_is_gone(ref, re
     """The cache takes navzoo's OS lock (navzoo.storage.locks): a process holding it, here one killed with
     SIGKILL mid-fetch, holds the others back only while it lives."""
     serve(release_server, BLIND, released_checkpoint(ref, None))
-    releases = cache_root() / "ddppo-models"
+    releases = cache_root() / RELEASE_FOLDER
     releases.mkdir(parents=True)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(releases / f"{BLIND}.lock")], stdout=subprocess.PIPE, text=True
