@@ -126,7 +126,8 @@ def _summary(name: str, config: dict[str, Any], task: CardText) -> str:
     elif exported := _habitat_policy(model):
         structure = f"habitat-baselines `{exported}`"
     else:
-        structure = "habitat-baselines `PointNavResNetPolicy` parameter names around a navzoo encoder"
+        names = "PointNavBaselinePolicy" if model.net == "baseline" else "PointNavResNetPolicy"
+        structure = f"habitat-baselines `{names}` parameter names around a navzoo encoder or goal input"
     encoder = model.backbone or "no visual encoder"
     return (
         f"# {name}\n\n{task.purpose}\n\n"

@@ -82,8 +82,9 @@ class PolicyConfig(Config):
     input_avgpool: bool | None = None
     normalize_visual_inputs: bool | None = None
     timm_pretrained: bool = False
-    # A fixed (rho, phi) fed to the goal embedding in place of the GPS+Compass sensor: how a PointGoal
-    # policy is fine-tuned for tasks without a goal (DD-PPO section 6, footnote 7).
+    # A fixed (rho, phi) fed to the goal input (embedded, or raw with net="baseline") in place of the
+    # GPS+Compass sensor: how a PointGoal policy is fine-tuned for tasks without a goal (DD-PPO section 6,
+    # footnote 7).
     dummy_goal: tuple[float, float] | None = None
     # The seen_map sensor's squares per side and their size in metres (SimConfig's fields), when the policy
     # reads it; None otherwise.
@@ -216,6 +217,11 @@ class PolicyConfig(Config):
         if self.has_seen_map:
             raise ConfigError(
                 "sensors", self.sensors, f"cameras and {GOAL_SENSOR} (no {SEEN_MAP}) for net='baseline'"
+            )
+        if self.is_blind and not self.has_goal:
+            # without the previous action DD-PPO's net has, a dummy goal would be the core's only input
+            raise ConfigError(
+                "sensors", self.sensors, f"{GOAL_SENSOR} for a blind policy with net='baseline'"
             )
         if self.input_avgpool or self.normalize_visual_inputs:
             # habitat's SimpleCNN sees the images as they come: no pooling, RGB only rescaled to [0, 1]

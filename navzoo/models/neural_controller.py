@@ -5,7 +5,8 @@ controller's previous action, outputs a goal for the controller and a value esti
 controller's goal-embedding input [magnitude, u_x, u_y]: ELU + 0.75 on the magnitude, tanh on each
 direction component, not renormalised. Actions are sampled from the controller's distribution, so PPO's
 log-probabilities are the controller's and their gradients reach the planner through the frozen,
-differentiable controller (its goal embedding and recurrent core).
+differentiable controller (its goal embedding and recurrent core; a controller in PointNavBaselineNet's layout
+reads the goal as the (rho, phi) it stands for, navzoo.models.policy).
 
 The recurrent state of one environment packs the planner's state and the controller's into one row,
 [1, planner_R * planner_H + controller_R * controller_H], so rollout storage treats it as any policy's.
