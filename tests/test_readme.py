@@ -59,6 +59,7 @@ SHELL_RUN = {
         ["--episodes", "2"],
         "hub/depth/README.md",
     ),
+    "navzoo convert navzoo-pointnav-blind blind.pth": ([], "blind.pth"),
 }
 # The other shell lines, and why they do not run here (matched by how they start).
 SHELL_NOT_RUN = {
