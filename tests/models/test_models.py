@@ -125,6 +125,34 @@ def test_controller_is_differentiable_in_the_goal(policy):
     policy.zero_grad(set_to_none=True)
 
 
+@pytest.mark.parametrize("net", ["resnet", "baseline"])
+def test_the_controller_fed_a_reading_s_goal_vector_acts_as_the_policy_fed_the_reading(net):
+    """The goal vector [rho, cos(-phi), sin(-phi)] stands for the reading (rho, phi) in both layouts: the
+    embedded one, and PointNavBaselineNet's, which reads the angle back."""
+    config = PolicyConfig(
+        backbone="simple_cnn",
+        sensors=("depth", GOAL_SENSOR),
+        resolution=(64, 64),
+        hidden_size=16,
+        rnn_type="GRU",
+        num_recurrent_layers=1,
+        net=net,
+    )
+    torch.manual_seed(0)
+    policy = PointNavPolicy(config).eval()
+    n = 6
+    obs = observations(config, (n,))
+    rho = torch.linspace(0.5, 9.0, n)
+    phi = torch.tensor([-3.1, -2.0, -0.4, 0.0, 1.5, 3.1])
+    obs[GOAL_SENSOR] = torch.stack([rho, phi], -1)
+    goal = torch.stack([rho, torch.cos(-phi), torch.sin(-phi)], -1)
+    state, prev, masks = policy.initial_state(n), torch.zeros(n, dtype=torch.long), torch.ones(n, dtype=bool)
+    with torch.no_grad():
+        read = policy(obs, state, prev, masks).distribution.logits
+        steered = policy.controller(goal, obs, state, prev, masks).distribution.logits
+    torch.testing.assert_close(steered, read, atol=1e-5, rtol=1e-5)
+
+
 def test_frozen_encoder_is_a_fixed_feature_extractor():
     config = PolicyConfig(
         backbone="resnet18", sensors=("rgb", GOAL_SENSOR), resolution=(64, 64), hidden_size=16

@@ -275,14 +275,14 @@ def test_planner_goal_is_elu_magnitude_and_tanh_direction(any_layout):
     n = 2
     obs = {"rgb": torch.randint(0, 255, (n, 64, 64, 3), dtype=torch.uint8)}
     with torch.no_grad():
-        policy.goal_head.bias.copy_(torch.tensor([0.5, -0.3, 0.8]))  # a goal behind, to the right
+        policy.goal_head.bias.copy_(torch.tensor([0.5, -0.3, 0.8]))  # a goal behind, to the left
         out = policy(
             obs, policy.initial_state(n), torch.zeros(n, dtype=torch.long), torch.ones(n, dtype=bool)
         )
     goal = out.features
     if policy.controller.net.tgt_embeding is None:
         goal = torch.stack([goal[:, 0], -torch.atan2(goal[:, 2], goal[:, 1])], -1)
-        assert (goal[:, 1] < 0).all()  # phi < 0: to the right, as sin(-phi) > 0 says
+        assert (goal[:, 1] < 0).all()  # sin(-phi) > 0: phi < 0, to the left (navzoo's phi is positive right)
     torch.testing.assert_close(seen[0], goal)
     assert GOAL_VECTOR_KEY == "goal_vector" and VISUAL_FEATURES_KEY == "visual_features"
 
