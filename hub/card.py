@@ -204,7 +204,8 @@ def _provenance(config: dict[str, Any], base_model: str | None, learning_curve: 
             f"Converted with `navzoo convert` from the habitat-baselines checkpoint "
             f"`{provenance['original_file']}`"
             + (f" ({provenance['original_url']})" if provenance.get("original_url") else "")
-            + "; the tensors are unchanged."
+            + "; the tensors are unchanged but for the goal's weights on the bearing phi, negated for"
+            " navzoo's sign of it (positive to the agent's right, habitat-lab's to its left)."
         )
         if provenance.get("paper"):
             lines += ["", f"Paper: [{provenance['paper']}]({provenance.get('paper_url', '')})."]

@@ -281,8 +281,10 @@ def test_planner_goal_is_elu_magnitude_and_tanh_direction(any_layout):
         )
     goal = out.features
     if policy.controller.net.tgt_embeding is None:
-        goal = torch.stack([goal[:, 0], -torch.atan2(goal[:, 2], goal[:, 1])], -1)
-        assert (goal[:, 1] < 0).all()  # sin(-phi) > 0: phi < 0, to the left (navzoo's phi is positive right)
+        # cos(-phi) = tanh(-0.3) and sin(-phi) = tanh(0.8) (not normalised): phi = -(pi - atan(tanh(0.8) /
+        # tanh(0.3))), behind and to the left (navzoo's phi is positive to the right)
+        phi = -(math.pi - math.atan(math.tanh(0.8) / math.tanh(0.3)))
+        goal = torch.tensor([[goal[0, 0].item(), phi]]).expand(n, 2)
     torch.testing.assert_close(seen[0], goal)
     assert GOAL_VECTOR_KEY == "goal_vector" and VISUAL_FEATURES_KEY == "visual_features"
 
