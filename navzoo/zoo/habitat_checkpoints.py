@@ -21,6 +21,7 @@ same action at the same pose in either simulator.
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,9 @@ BASELINE_NAMES = {
 }
 BASELINE_FIRST_CONV = "net.visual_encoder.cnn.0.weight"
 GOAL_INPUTS = 2  # the GPS+Compass reading PointNavBaselineNet feeds its GRU: (rho, phi)
+# In a converted policy's provenance: its weights read the bearing with navzoo's sign. Folders converted
+# before the conversion mirrored it lack the mark, and navzoo.load warns about them.
+BEARING_MARK = {"bearing_sign": "navzoo"}
 SIMPLE_CNN_CHANNELS = SIMPLE_CNN_LAYERS[-1][0]
 MAX_INFERRED_SIDE = 1024
 
@@ -229,6 +233,7 @@ def habitat_to_policy(
         metadata = ModelMetadata(
             provenance={"original_file": path.name, "converted_from": "habitat-baselines checkpoint"}
         )
+    metadata = metadata.replace(provenance={**(metadata.provenance or {}), **BEARING_MARK})
     policy = PointNavPolicy(config.replace(metadata=metadata))
     if config.net == "baseline":
         state = _from_baseline_names(state, config)
@@ -236,6 +241,21 @@ def habitat_to_policy(
     state = _mirrored_bearing(state, config)
     policy.load_state_dict(state, strict=True)
     return policy.eval()
+
+
+def warn_if_mirrored(provenance: dict[str, Any] | None, folder: str | Path) -> None:
+    """Warn when `folder` holds a habitat checkpoint converted before the conversion mirrored the bearing
+    (no BEARING_MARK in its provenance): its agent turns the wrong way in navzoo."""
+    if not provenance or "original_file" not in provenance:
+        return
+    if all(provenance.get(key) == value for key, value in BEARING_MARK.items()):
+        return
+    warnings.warn(
+        f"{folder} was converted from habitat's {provenance['original_file']} before navzoo mirrored the "
+        "GPS+Compass bearing (navzoo's is positive to the right, habitat's to the left), so it turns the "
+        "wrong way here: convert the .pth again with `navzoo convert`",
+        stacklevel=3,
+    )
 
 
 def _released_entry(filename: str) -> ModelEntry | None:

@@ -27,6 +27,7 @@ from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig, build_polic
 from navzoo.models.model_memory import refuse_unless_model_fits
 from navzoo.models.weights import read_config
 from navzoo.storage.hf_hub import HF_HUB_PREFIX, hub_folder, is_cached
+from navzoo.zoo.habitat_checkpoints import warn_if_mirrored
 from navzoo.zoo.habitat_release import cached_release, release_folder
 from navzoo.zoo.registry import (
     HABITAT_RELEASE,
@@ -134,9 +135,11 @@ def load(
     name and provenance.
     """
     folder, entry = locate(name, revision=revision, cache_dir=cache_dir, local_files_only=local_files_only)
-    return ActorCritic.from_folder(
+    policy = ActorCritic.from_folder(
         folder, device=device, fallback=entry.metadata if entry is not None else None
     )
+    warn_if_mirrored(policy.provenance, folder)
+    return policy
 
 
 def locate(

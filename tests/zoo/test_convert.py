@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -297,3 +298,17 @@ def test_only_habitat_architectures_export_to_habitat(tmp_path):
     policy = navzoo.create_model("bps-se-resnet9")
     with pytest.raises(NavzooError, match="no habitat-baselines counterpart"):
         export_habitat_checkpoint(policy, tmp_path / "x.pth")
+
+
+def test_a_folder_converted_before_the_bearing_was_mirrored_is_named_when_loaded(ref, tmp_path, recwarn):
+    src = tmp_path / "gibson-0plus-mp3d-train-val-test-blind.pth"
+    torch.save(released_checkpoint(ref, None, (), 512), src)
+    assert cli("convert", src, tmp_path / "now") == 0
+    navzoo.load(tmp_path / "now")
+    assert not [w for w in recwarn if "mirrored" in str(w.message)]
+    # What a conversion made before the fix looks like: no mark in its provenance.
+    config = json.loads((tmp_path / "now" / "config.json").read_text())
+    del config["provenance"]["bearing_sign"]
+    (tmp_path / "now" / "config.json").write_text(json.dumps(config))
+    with pytest.warns(UserWarning, match=r"before navzoo mirrored the GPS\+Compass bearing.*navzoo convert"):
+        navzoo.load(tmp_path / "now")
