@@ -115,7 +115,7 @@ class NavzooFeaturesExtractor(BaseFeaturesExtractor):
         seen_map = MAP_EMBEDDING_SIZE if net.map_encoder is not None else 0
         goal_embedding = net.tgt_embeding if GOAL_SENSOR in policy_config.sensors else None
         # PointNavBaselineNet's layout (policy_config.net="baseline") passes the reading on raw.
-        raw_goal = policy_config.net == "baseline" and GOAL_SENSOR in policy_config.sensors
+        raw_goal = net.raw_goal and GOAL_SENSOR in policy_config.sensors
         goal = 2 if raw_goal else 0 if goal_embedding is None else goal_embedding.out_features
         super().__init__(observation_space, features_dim=visual + seen_map + goal)
         self.raw_goal = raw_goal

@@ -15,6 +15,7 @@ from navzoo.errors import ConfigError
 from navzoo.interop.gym_env import NavEnv
 from navzoo.interop.sb3 import NavVecEnv, NavzooFeaturesExtractor
 from navzoo.models import GOAL_SENSOR, PolicyConfig
+from tests.models.test_models_habitat_baseline import baseline
 
 
 def test_ppo_trains_a_few_hundred_steps_on_the_batch_simulator_with_navzoo_features():
@@ -104,16 +105,7 @@ def test_the_features_extractor_reads_the_seen_map_when_its_config_names_the_cel
 
 def test_the_features_extractor_passes_the_goal_on_raw_in_habitat_s_baseline_layout():
     env = NavVecEnv(num_envs=2, resolution=(64, 64), sensors=("depth",))
-    config = PolicyConfig(
-        backbone="simple_cnn",
-        sensors=("depth", GOAL_SENSOR),
-        resolution=(64, 64),
-        hidden_size=64,
-        rnn_type="GRU",
-        num_recurrent_layers=1,
-        net="baseline",
-    )
-    extractor = NavzooFeaturesExtractor(env.observation_space, config)
+    extractor = NavzooFeaturesExtractor(env.observation_space, baseline(("depth",), hidden=64))
     assert extractor.features_dim == 64 + 2  # camera, (rho, phi)
     obs = {k: torch.as_tensor(v) for k, v in env.reset().items()}
     torch.testing.assert_close(extractor(obs)[:, -2:], obs[GOAL_SENSOR])

@@ -18,6 +18,7 @@ from navzoo.models import (
     PolicyConfig,
 )
 from navzoo.models.se_resnet9 import FixupSEBasicBlock, SEResNet9
+from tests.models.test_models_habitat_baseline import baseline
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -129,15 +130,7 @@ def test_controller_is_differentiable_in_the_goal(policy):
 def test_the_controller_fed_a_reading_s_goal_vector_acts_as_the_policy_fed_the_reading(net):
     """The goal vector [rho, cos(-phi), sin(-phi)] stands for the reading (rho, phi) in both layouts: the
     embedded one, and PointNavBaselineNet's, which reads the angle back."""
-    config = PolicyConfig(
-        backbone="simple_cnn",
-        sensors=("depth", GOAL_SENSOR),
-        resolution=(64, 64),
-        hidden_size=16,
-        rnn_type="GRU",
-        num_recurrent_layers=1,
-        net=net,
-    )
+    config = baseline(("depth",), hidden=16).replace(net=net)
     torch.manual_seed(0)
     policy = PointNavPolicy(config).eval()
     n = 6
