@@ -51,6 +51,7 @@ from navzoo.train.stage_config import (
     check_stages,
     parse_stages,
 )
+from navzoo.train.teacher import policy_teacher_cameras
 from navzoo.typed_config import check_field_types
 from navzoo.zoo.loader import model_entry
 
@@ -223,11 +224,13 @@ class TrainConfig(Config):
 
     def teacher_only_sensors(self) -> tuple[str, ...]:
         """Cameras the simulator renders for the imitation teacher alone (not stored, not seen by the
-        policy): the map-planner's depth, and the depth head's target (imitation.depth_weight), where the
-        learner sees RGB."""
+        policy): the map-planner's depth, a policy teacher's cameras, and the depth head's target
+        (imitation.depth_weight), where the learner sees RGB."""
         if not self.uses_teacher:
             return ()
         wanted = TEACHER_SENSORS[self.imitation.teacher]
+        if self.imitation.teacher_model is not None:
+            wanted = policy_teacher_cameras(self.imitation.teacher_model)
         if any(stage.uses_teacher and stage.imitation.depth_weight > 0 for _, stage in self.stage_settings()):
             wanted += ("depth",)
         return tuple(s for s in dict.fromkeys(wanted) if s not in self.sim.sensors)

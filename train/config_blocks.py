@@ -18,8 +18,9 @@ LR_SCALINGS = ("none", "sqrt")
 BACKENDS = ("auto", "gloo", "nccl")
 WANDB_MODES = ("online", "offline", "disabled")
 AUX_TASKS = ("cpca", "inverse_dynamics")  # navzoo.train.auxiliary
-# The teachers of imitation (navzoo.train.teacher) and the cameras each reads besides the simulator's state.
-TEACHER_SENSORS = {"shortest-path": (), "map-planner": ("depth",)}
+# The teachers of imitation (navzoo.train.teacher) and the cameras each reads besides the simulator's state;
+# the policy teacher reads those of its model (imitation.teacher_model).
+TEACHER_SENSORS = {"shortest-path": (), "map-planner": ("depth",), "policy": ()}
 # The teachers that plan with numba kernels on the CPU alone; the simulator runs where the policy trains, so a
 # run with one of them trains on the CPU.
 CPU_TEACHERS = ("map-planner",)
@@ -110,7 +111,10 @@ class ImitationConfig(Config):
     # "shortest-path": the straight-line walk over the scene's own distance field (it knows the map).
     # "map-planner": the same walk over a map of the walls the agent's depth camera has shown, unseen space
     # counted free (navzoo.agents.baselines); the simulator renders depth for it where the learner has none.
+    # "policy": a trained policy (`teacher_model`: a zoo name, model folder or hf-hub:org/name) with its own
+    # cameras, whose actions are drawn from its distribution (policy distillation; navzoo.train.teacher).
     teacher: str = "shortest-path"
+    teacher_model: str | None = None  # the policy teacher's model
     teacher_share_start: float = 1.0  # share of the steps the teacher drives at the start of a DAgger run
     teacher_share_end: float = 0.0  # share of the steps the teacher drives after teacher_decay_frames
     teacher_decay_frames: int = 500_000  # frames over which the teacher's share decays linearly
@@ -155,6 +159,15 @@ class ImitationConfig(Config):
         for name in ("early_stop_weight", "bearing_weight", "depth_weight", "map_weight", "kickstart_weight"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"imitation.{name}", getattr(self, name), "a number >= 0")
+        if (self.teacher == "policy") != (self.teacher_model is not None):
+            raise ConfigError(
+                "imitation.teacher_model",
+                self.teacher_model,
+                "a model (zoo name, folder or hf-hub:org/name) with teacher policy, and unset with any other",
+            )
+        if self.bearing_weight > 0 and self.teacher == "policy":
+            why = "0 with teacher policy (it gives no bearing)"
+            raise ConfigError("imitation.bearing_weight", self.bearing_weight, why)
         if self.map_weight > 0 and self.teacher != "map-planner":
             raise ConfigError(
                 "imitation.map_weight",

@@ -28,7 +28,7 @@ from navzoo.sim.config import STOP
 from navzoo.train.config_blocks import ImitationConfig, PPOConfig
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
-from navzoo.train.teacher import TEACHERS
+from navzoo.train.teacher import MapPlannerTeacher, make_teacher
 
 DEPTH_TARGET_SIZE = 16  # the depth head predicts the depth image average-pooled to this many pixels a side
 MAP_TARGET_SIZE = 16  # the map head predicts this many squares a side around the agent ...
@@ -195,7 +195,7 @@ class TeacherLabels:
     def __init__(self, sim: BatchSim, config: ImitationConfig, drives: bool = True):
         """`drives`: whether the teacher drives its share of the steps (DAgger), or only labels them and the
         learner drives every one (kickstarting, whose PPO update needs the learner's own actions)."""
-        self.teacher = TEACHERS[config.teacher](sim)
+        self.teacher = make_teacher(sim, config)
         self.config = config
         self.drives = drives
 
@@ -238,5 +238,6 @@ class TeacherLabels:
         if self.config.depth_weight > 0:
             targets["depth"] = coarse_depth(observations["depth"])
         if self.config.map_weight > 0:
+            assert isinstance(self.teacher, MapPlannerTeacher)  # ImitationConfig.validate
             targets["map"] = self.teacher.seen_map(MAP_TARGET_SIZE, MAP_TARGET_CELL)
         return targets

@@ -43,7 +43,7 @@ class StageConfig(Config):
     from_frames: int = 0  # frames (summed over all workers) at which the stage begins
     algorithm: str = "ppo"  # "ppo", "dagger" or "kickstart"
     ppo: dict[str, Any] = field(default_factory=dict)  # changes to the ppo block (not num_steps)
-    imitation: dict[str, Any] = field(default_factory=dict)  # changes to the imitation block (not teacher)
+    imitation: dict[str, Any] = field(default_factory=dict)  # changes to imitation (not the teacher)
     # Changes to the sim block: its scene stream (the fields in STAGE_SIM_FIELDS).
     sim: dict[str, Any] = field(default_factory=dict)
     rank_sim_overrides: dict[int, dict[str, Any]] | None = None  # None: the run's
@@ -62,12 +62,11 @@ class StageConfig(Config):
     def imitation_config(self, base: ImitationConfig, block: str = "stages") -> ImitationConfig:
         """The `imitation` block of this stage; the teacher stays the run's (one teacher labels the whole
         run; a worker that keeps its simulator keeps its teacher's maps across the switch)."""
-        if "teacher" in self.imitation:
-            raise ConfigError(
-                f"{block}.imitation.teacher",
-                self.imitation["teacher"],
-                "unset: set the run's imitation.teacher",
-            )
+        for name in ("teacher", "teacher_model"):
+            if name in self.imitation:
+                raise ConfigError(
+                    f"{block}.imitation.{name}", self.imitation[name], f"unset: the run's imitation.{name}"
+                )
         return _changed_block(base, self.imitation, f"{block}.imitation", "imitation")
 
 

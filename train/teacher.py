@@ -1,9 +1,9 @@
 """The teachers of imitation: a shortest-path follower that walks straight lines over the scene's own
-distance field (it knows the whole map), and the map-planner, which walks the same way over a map of what
-the agent has seen.
+distance field (it knows the whole map), the map-planner, which walks the same way over a map of what
+the agent has seen, and a trained policy (policy distillation).
 
-Both label every step with (action, bearing) through `labels(observations, first)`, are told the actions
-the simulator was given (`taken`), and keep what a restart needs (`state_dict`).
+Each labels every step with (action, bearing) through `labels(observations, first)`, is told the actions
+the simulator was given (`taken`), and keeps what a restart needs (`state_dict`).
 
 navzoo.agents.baselines.OracleAgent (the `oracle` baseline) follows the local gradient of the scene's
 distance field, a shortest path on an 8-connected grid. That is cheap and near-perfect by SPL, but it
@@ -18,12 +18,14 @@ and serves CUDA simulators (benchmarks/teacher_throughput.py measures the teache
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 import torch
 
 from navzoo.agents.baselines import MapPlannerAgent
+from navzoo.agents.policy_agent import PolicyAgent, check_sim_config
 from navzoo.agents.steering import (
     AHEAD,
     ANGLES,
@@ -40,6 +42,8 @@ from navzoo.agents.steering import (
 )
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
+from navzoo.train.config_blocks import ImitationConfig
+from navzoo.zoo.loader import load
 
 
 class StraightLineTeacher:
@@ -197,5 +201,60 @@ class MapPlannerTeacher:
             seen.reset(np.arange(len(seen.solid)))
 
 
-# The cameras each reads besides the simulator's state are the config's (navzoo.train.config.TEACHER_SENSORS).
+class PolicyTeacher:
+    """A trained policy as the teacher (policy distillation, Rusu et al. 2016): it sees the simulator's
+    cameras, carries its recurrent state and previous action through each episode as an evaluation does,
+    and labels each step with an action drawn from its distribution. Cross-entropy on drawn actions is, in
+    expectation, cross-entropy on the teacher's whole distribution, so the learner learns how sure the
+    teacher is, not only its likeliest action. It teaches a learner of another architecture, e.g. one
+    habitat-baselines can run, or of other cameras, e.g. RGB from a depth teacher. It has no bearing."""
+
+    def __init__(self, sim: BatchSim, model: str):
+        policy = load(model, device=str(sim.device))
+        check_sim_config(policy.config, sim.config, f"the teacher {model}", policy.task)
+        # Seeded from the trainer's generator, which is seeded per worker; restarts restore the draws.
+        seed = int(torch.randint(2**62, ()).item())
+        self.agent = PolicyAgent(policy, sim.num_envs, seed=seed)
+
+    def labels(self, observations: dict[str, torch.Tensor], first: torch.Tensor):
+        """(actions [N] drawn from the teacher's distribution, NaN bearings [N]); `first` [N] marks episodes
+        that just began (its memory is reset there)."""
+        actions = self.agent.act(observations, first)
+        return actions, torch.full(actions.shape, math.nan, device=actions.device)
+
+    def taken(self, actions: torch.Tensor) -> None:
+        """The teacher's previous action is the one the simulator was given, as it would be when it drives."""
+        self.agent.prev_actions = actions.to(self.agent.device)
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        agent = self.agent
+        draws = agent.generator.get_state()
+        return {"hidden": agent.hidden, "prev_actions": agent.prev_actions, "draws": draws}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Restore the teacher's memory and draws; without them (a checkpoint of a run that had another
+        teacher) every episode's memory starts afresh, as if it had just begun."""
+        if state:
+            agent = self.agent
+            agent.hidden = state["hidden"].to(agent.device)
+            agent.prev_actions = state["prev_actions"].to(agent.device)
+            agent.generator.set_state(state["draws"])
+
+
+@functools.cache
+def policy_teacher_cameras(model: str) -> tuple[str, ...]:
+    """The cameras the policy teacher `model` reads."""
+    return tuple(load(model).config.visual_sensors)
+
+
+def make_teacher(sim: BatchSim, config: ImitationConfig):
+    """The teacher `config.teacher` names, labelling `sim`'s environments."""
+    if config.teacher == "policy":
+        assert config.teacher_model is not None  # ImitationConfig.validate
+        return PolicyTeacher(sim, config.teacher_model)
+    return TEACHERS[config.teacher](sim)
+
+
+# The teachers that need only the simulator. The cameras each reads besides the simulator's state are the
+# config's (navzoo.train.config_blocks.TEACHER_SENSORS).
 TEACHERS = {"shortest-path": StraightLineTeacher, "map-planner": MapPlannerTeacher}

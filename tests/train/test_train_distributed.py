@@ -438,6 +438,19 @@ def test_imitation_of_the_map_planner_resumes_exactly(tmp_path):
     assert config["architecture"]["sensors"] == ["rgb", "pointgoal_with_gps_compass"]
 
 
+def test_distillation_of_a_policy_resumes_exactly(tmp_path):
+    """The policy teacher's recurrent state, previous actions and draws travel in the checkpoint (the stop
+    falls mid-episode, with the teacher driving some of the steps)."""
+    extra = (
+        "algorithm=dagger",
+        "imitation.teacher=policy",
+        "imitation.teacher_model=navzoo-pointnav-blind",
+        f"imitation.teacher_decay_frames={5 * FRAMES_PER_UPDATE}",
+    )
+    _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=3, extra=extra)
+    assert _newest(tmp_path / "one_go")["workers"][0]["teacher"]["hidden"].abs().sum() > 0
+
+
 def test_a_learner_reading_the_seen_map_resumes_exactly(tmp_path):
     """The seen_map sensor's maps and visited cells travel in the simulator's checkpoint, and the
     map-planner teacher plans on the same maps."""

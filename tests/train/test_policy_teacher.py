@@ -1,0 +1,143 @@
+"""The policy teacher (navzoo.train.teacher.PolicyTeacher): a trained policy labels each step with a draw
+from its distribution, carrying its memory through the episode as the simulator plays it."""
+
+import pytest
+import torch
+
+import navzoo
+from navzoo.errors import ConfigError
+from navzoo.sim import BatchSim, SimConfig
+from navzoo.train.config import load_config
+from navzoo.train.config_blocks import ImitationConfig
+from navzoo.train.imitation import TeacherLabels
+from navzoo.train.teacher import PolicyTeacher
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+BLIND = "navzoo-pointnav-blind"
+
+
+@pytest.fixture
+def blind_sim():
+    sim = BatchSim(SimConfig(split="train", num_envs=64, sensors=()))
+    yield sim
+    sim.close()
+
+
+def test_labels_are_draws_from_the_teacher_s_distribution(blind_sim):
+    """Over many steps the labels' frequencies are the teacher's mean probabilities, and labels other than
+    its likeliest action come as often as the probability it leaves to the others (the blind agent is unsure
+    often enough for that to show)."""
+    torch.manual_seed(0)
+    teacher = PolicyTeacher(blind_sim, BLIND)
+    observations, first = blind_sim.reset(), torch.ones(64, dtype=torch.bool)
+    counts, probs = torch.zeros(4), torch.zeros(4)
+    others, others_prob = 0, 0.0
+    for _ in range(60):
+        labels, bearings = teacher.labels(observations, first)
+        assert bearings.isnan().all()
+        step_probs = teacher.agent.last_action_probs
+        counts += torch.bincount(labels, minlength=4)
+        probs += step_probs.sum(0)
+        best = step_probs.max(1)
+        others += int((labels != best.indices).sum())
+        others_prob += float((1 - best.values).sum())
+        teacher.taken(labels)
+        observations, _, first, _ = blind_sim.step(labels)
+    total = counts.sum()
+    assert (counts / total - probs / total).abs().max() < 0.02
+    assert others_prob / total > 0.1
+    assert abs(others - others_prob) / total < 0.02
+
+
+def test_the_teacher_remembers_the_actions_the_simulator_took(blind_sim):
+    """Where the learner drives, the teacher's previous action is the learner's, and its recurrent state
+    follows the episode: its distribution at every step is that of the model run by hand on the same
+    observations with the actions taken."""
+    torch.manual_seed(0)
+    teacher = PolicyTeacher(blind_sim, BLIND)
+    model = navzoo.load(BLIND)
+    hidden = model.initial_state(64)
+    prev_actions = torch.zeros(64, dtype=torch.long)
+    observations, first = blind_sim.reset(), torch.ones(64, dtype=torch.bool)
+    for _ in range(40):
+        labels, _ = teacher.labels(observations, first)
+        with torch.inference_mode():
+            out = model(observations, hidden, prev_actions, ~first)
+        torch.testing.assert_close(teacher.agent.last_action_probs, out.distribution.probs)
+        learner = torch.randint(0, 3, (64,)) + 1  # the learner never stops: episodes run on
+        assert not torch.equal(learner, labels)
+        teacher.taken(learner)
+        hidden, prev_actions = out.hidden, learner
+        observations, _, first, _ = blind_sim.step(learner)
+
+
+def test_a_restored_teacher_continues_its_episodes_and_draws(blind_sim):
+    torch.manual_seed(0)
+    teacher = PolicyTeacher(blind_sim, BLIND)
+    observations, first = blind_sim.reset(), torch.ones(64, dtype=torch.bool)
+    for _ in range(10):
+        labels, _ = teacher.labels(observations, first)
+        teacher.taken(labels)
+        observations, _, first, _ = blind_sim.step(labels)
+    again = PolicyTeacher(blind_sim, BLIND)
+    again.load_state_dict(teacher.state_dict())
+    assert torch.equal(again.labels(observations, first)[0], teacher.labels(observations, first)[0])
+    torch.testing.assert_close(again.agent.last_action_probs, teacher.agent.last_action_probs)
+
+
+def test_teacher_labels_drive_with_a_policy_teacher(blind_sim):
+    config = ImitationConfig(teacher="policy", teacher_model=BLIND)
+    labelling = TeacherLabels(blind_sim, config, drives=True)
+    learner = torch.full((64,), 2)
+    actions, labels, _ = labelling.drive(blind_sim.reset(), torch.zeros(64, dtype=torch.bool), learner, 0)
+    assert torch.equal(actions, labels)  # the teacher drives every step at share 1
+    assert torch.equal(labelling.teacher.agent.prev_actions, labels)
+
+
+def test_an_rgb_learner_gets_the_depth_a_depth_teacher_reads():
+    config = load_config(
+        "navzoo-pointnav-rgb",
+        ["stages=[]", "imitation.teacher=policy", "imitation.teacher_model=navzoo-pointnav-depth"],
+    )
+    assert config.teacher_only_sensors() == ("depth",)
+    sim = BatchSim(config.sim_for_rank(0).replace(num_envs=4))
+    try:
+        teacher = PolicyTeacher(sim, "navzoo-pointnav-depth")
+        labels, _ = teacher.labels(sim.reset(), torch.ones(4, dtype=torch.bool))
+        assert labels.shape == (4,)
+    finally:
+        sim.close()
+
+
+def test_a_teacher_whose_images_the_simulator_does_not_render_is_refused():
+    sim = BatchSim(SimConfig(split="train", num_envs=4, sensors=("depth",), resolution=(32, 32)))
+    try:
+        with pytest.raises(ConfigError, match=r"resolution.*\(64, 64\): the teacher navzoo-pointnav-depth"):
+            PolicyTeacher(sim, "navzoo-pointnav-depth")
+    finally:
+        sim.close()
+
+
+@pytest.mark.parametrize(
+    "overrides, field",
+    [
+        (["imitation.teacher=policy"], "imitation.teacher_model=None"),
+        ([f"imitation.teacher_model={BLIND}"], "imitation.teacher_model"),
+        (
+            ["imitation.teacher=policy", f"imitation.teacher_model={BLIND}", "imitation.bearing_weight=1"],
+            "imitation.bearing_weight",
+        ),
+        (
+            [
+                "imitation.teacher=policy",
+                f"imitation.teacher_model={BLIND}",
+                f"stages=[{{from_frames: 4096, algorithm: dagger, imitation: {{teacher_model: {BLIND}}}}}]",
+            ],
+            r"stages\.0\.imitation\.teacher_model",
+        ),
+    ],
+)
+def test_policy_teacher_settings_that_cannot_work_are_refused(overrides, field):
+    with pytest.raises(ConfigError, match=field):
+        load_config("navzoo-pointnav-depth", ["stages=[]", *overrides])
