@@ -28,11 +28,12 @@ from navzoo.sim.config import STOP
 from navzoo.train.config_blocks import ImitationConfig, PPOConfig
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
-from navzoo.train.teacher import MapPlannerTeacher, make_teacher
+from navzoo.train.teacher import MapPlannerTeacher, PolicyTeacher, make_teacher
 
 DEPTH_TARGET_SIZE = 16  # the depth head predicts the depth image average-pooled to this many pixels a side
 MAP_TARGET_SIZE = 16  # the map head predicts this many squares a side around the agent ...
 MAP_TARGET_CELL = 0.5  # ... each this many metres wide: 8 m x 8 m
+TEACHER_PROBS = "teacher_probs"  # the step target holding a policy teacher's action distribution
 
 
 @dataclass
@@ -55,11 +56,22 @@ def inflection_weights(teacher_actions: torch.Tensor, masks: torch.Tensor, weigh
     return torch.where(inflection, weight, 1.0)
 
 
-def cloning_loss(action_log_probs: torch.Tensor, teacher_actions: torch.Tensor, weights: torch.Tensor):
-    """(the weighted mean of -log pi(teacher action) over [L, n] steps, -log pi(teacher action) [L, n]);
-    `action_log_probs` is [L, n, A]."""
+def cloning_loss(
+    action_log_probs: torch.Tensor,
+    teacher_actions: torch.Tensor,
+    weights: torch.Tensor,
+    teacher_probs: torch.Tensor | None = None,
+):
+    """(the weighted mean over [L, n] steps of the cross-entropy to the teacher, log pi(teacher action)
+    [L, n]); `action_log_probs` is [L, n, A]. The cross-entropy is -log pi(teacher action), or, given a
+    policy teacher's distribution `teacher_probs` [L, n, A], -sum_a p(a) log pi(a): what the first is in
+    expectation over the teacher's drawn actions, without the noise of the draw."""
     teacher_log_probs = action_log_probs.gather(-1, teacher_actions[..., None]).squeeze(-1)
-    return -(weights * teacher_log_probs).sum() / weights.sum(), teacher_log_probs
+    if teacher_probs is None:
+        cross_entropy = -teacher_log_probs
+    else:
+        cross_entropy = -(teacher_probs * action_log_probs).sum(-1)
+    return (weights * cross_entropy).sum() / weights.sum(), teacher_log_probs
 
 
 def imitation_losses(
@@ -70,11 +82,12 @@ def imitation_losses(
     returns: torch.Tensor,
     value_loss_coef: float,
     early_stop_weight: float = 0.0,
+    teacher_probs: torch.Tensor | None = None,
 ) -> ImitationLosses:
-    """Behaviour cloning: the weighted mean of -log pi(teacher action) over [L, n] steps (`action_log_probs`
-    is [L, n, A]), plus `early_stop_weight` times the mean -log(1 - pi(stop)) over the steps where the
-    teacher does not stop, plus the critic's squared error."""
-    action, teacher_log_probs = cloning_loss(action_log_probs, teacher_actions, weights)
+    """Behaviour cloning: the weighted mean of the cross-entropy to the teacher over [L, n] steps
+    (cloning_loss; `action_log_probs` is [L, n, A]), plus `early_stop_weight` times the mean
+    -log(1 - pi(stop)) over the steps where the teacher does not stop, plus the critic's squared error."""
+    action, teacher_log_probs = cloning_loss(action_log_probs, teacher_actions, weights, teacher_probs)
     going_on = teacher_actions != STOP
     stop_prob = action_log_probs[..., STOP].exp()
     # Clamped so that a policy sure of stopping gives a large finite loss, not an infinite one.
@@ -170,6 +183,7 @@ class DAgger(PPO):
             batch.returns,
             self.config.value_loss_coef,
             self.imitation.early_stop_weight,
+            batch.head_targets.get(TEACHER_PROBS),
         )
         names = ("action", "early_stop", "value", "teacher_prob", "early_stop_prob")
         stats = {name: getattr(losses, name) for name in names}
@@ -231,10 +245,14 @@ class TeacherLabels:
         return actions, labels, bearings
 
     def head_targets(self, observations: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-        """What the depth and map heads (ImitationHeads) learn to predict at this step, those whose weight
-        is on: the coarse depth image of the simulator's `observations`, and the walls seen around the
-        agent on the map-planner's map as drive() has just updated it."""
+        """What the update learns at this step besides the teacher's label: what the depth and map heads
+        (ImitationHeads) predict, those whose weight is on (the coarse depth image of the simulator's
+        `observations`, and the walls seen around the agent on the map-planner's map as drive() has just
+        updated it), and a policy teacher's distribution, which the cloning loss reads instead of its
+        drawn label (TEACHER_PROBS)."""
         targets = {}
+        if isinstance(self.teacher, PolicyTeacher):
+            targets[TEACHER_PROBS] = self.teacher.probs()
         if self.config.depth_weight > 0:
             targets["depth"] = coarse_depth(observations["depth"])
         if self.config.map_weight > 0:

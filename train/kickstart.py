@@ -15,7 +15,7 @@ import torch
 
 from navzoo.models.policy import ActorCritic
 from navzoo.train.config_blocks import ImitationConfig, PPOConfig
-from navzoo.train.imitation import cloning_loss, inflection_weights
+from navzoo.train.imitation import TEACHER_PROBS, cloning_loss, inflection_weights
 from navzoo.train.ppo import PPO
 from navzoo.train.rollout import MiniBatch
 
@@ -39,7 +39,8 @@ class Kickstart(PPO):
         total, stats = super()._objective(batch, outputs)
         action_log_probs = outputs[3].float()
         weights = inflection_weights(batch.teacher_actions, batch.masks, self.imitation.inflection_weight)
-        imitation, teacher_log_probs = cloning_loss(action_log_probs, batch.teacher_actions, weights)
+        soft = batch.head_targets.get(TEACHER_PROBS)
+        imitation, teacher_log_probs = cloning_loss(action_log_probs, batch.teacher_actions, weights, soft)
         stats["imitation"] = imitation
         stats["teacher_prob"] = teacher_log_probs.detach().exp().mean()
         return total + self.imitation.kickstart_weight * imitation, stats

@@ -18,7 +18,7 @@ from navzoo.models import ActorCritic, ModelSize, model_size
 from navzoo.models.model_memory import measure, parameters_part
 from navzoo.models.weights import ModelConfig
 from navzoo.names import SEEN_MAP
-from navzoo.sim.config import SimConfig
+from navzoo.sim.config import ACTION_NAMES, SimConfig
 from navzoo.sim.memory_estimate import memory_estimate, observation_bytes, seen_map_part
 from navzoo.train.config import TrainConfig
 from navzoo.train.distributed import Workers
@@ -78,6 +78,8 @@ def _rollout_part(config: TrainConfig, sim: SimConfig, size: ModelSize) -> Part:
         heads += DEPTH_TARGET_SIZE**2 * 4
     if any(stage.imitation.map_weight > 0 for stage in dagger):
         heads += MAP_TARGET_SIZE**2 * 4
+    if config.uses_teacher and config.imitation.teacher == "policy":
+        heads += len(ACTION_NAMES) * 4  # its action distribution
     steps = config.ppo.num_steps
     nbytes = storage_bytes(steps, sim.num_envs, sum(stored.values()), heads, size.hidden_bytes)
     fields = (("sim.num_envs", sim.num_envs), ("ppo.num_steps", steps))

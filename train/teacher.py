@@ -204,9 +204,9 @@ class MapPlannerTeacher:
 class PolicyTeacher:
     """A trained policy as the teacher (policy distillation, Rusu et al. 2016): it sees the simulator's
     cameras, carries its recurrent state and previous action through each episode as an evaluation does,
-    and labels each step with an action drawn from its distribution. Cross-entropy on drawn actions is, in
-    expectation, cross-entropy on the teacher's whole distribution, so the learner learns how sure the
-    teacher is, not only its likeliest action. It teaches a learner of another architecture, e.g. one
+    and labels each step with an action drawn from its distribution, which it also gives (`probs`): the
+    cloning loss is the cross-entropy to that distribution, so the learner learns how sure the teacher is,
+    not only its likeliest action. It teaches a learner of another architecture, e.g. one
     habitat-baselines can run, or of other cameras, e.g. RGB from a depth teacher. It has no bearing."""
 
     def __init__(self, sim: BatchSim, model: str):
@@ -221,6 +221,11 @@ class PolicyTeacher:
         that just began (its memory is reset there)."""
         actions = self.agent.act(observations, first)
         return actions, torch.full(actions.shape, math.nan, device=actions.device)
+
+    def probs(self) -> torch.Tensor:
+        """[N, A]: the distribution the last labels were drawn from."""
+        assert self.agent.last_action_probs is not None, "labels() first"
+        return self.agent.last_action_probs
 
     def taken(self, actions: torch.Tensor) -> None:
         """The teacher's previous action is the one the simulator was given, as it would be when it drives."""

@@ -27,6 +27,13 @@ def test_cloning_loss_hand_computed():
     loss, log_probs = cloning_loss(probs.log(), teacher_actions, torch.tensor([[3.0, 1.0]]))
     assert log_probs.exp().flatten().tolist() == pytest.approx([0.6, 0.25])
     assert loss.item() == pytest.approx(-(3 * math.log(0.6) + math.log(0.25)) / 4)
+    # A policy teacher's distribution replaces its drawn label: env 0's teacher is sure of action 1 half
+    # the time and of action 2 the other half; env 1's of action 0.
+    teacher_probs = torch.tensor([[[0.0, 0.5, 0.5, 0.0], [1.0, 0.0, 0.0, 0.0]]])
+    soft, log_probs = cloning_loss(probs.log(), teacher_actions, torch.tensor([[3.0, 1.0]]), teacher_probs)
+    env0 = -(0.5 * math.log(0.6) + 0.5 * math.log(0.2))
+    assert soft.item() == pytest.approx((3 * env0 - math.log(0.25)) / 4)
+    assert log_probs.exp().flatten().tolist() == pytest.approx([0.6, 0.25])  # still the drawn labels'
 
 
 def test_kickstart_loss_is_ppo_s_plus_the_weighted_cloning_loss():

@@ -6,11 +6,12 @@ import torch
 
 import navzoo
 from navzoo.errors import ConfigError
-from navzoo.sim import BatchSim, SimConfig
+from navzoo.sim import MOVE_FORWARD, TURN_LEFT, BatchSim, SimConfig
 from navzoo.train.config import load_config
-from navzoo.train.config_blocks import ImitationConfig
-from navzoo.train.imitation import TeacherLabels
+from navzoo.train.config_blocks import ImitationConfig, PPOConfig
+from navzoo.train.imitation import TEACHER_PROBS, DAgger, TeacherLabels
 from navzoo.train.teacher import PolicyTeacher
+from tests.train.test_ppo import labelled_storage, tiny_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -93,6 +94,9 @@ def test_teacher_labels_drive_with_a_policy_teacher(blind_sim):
     actions, labels, _ = labelling.drive(blind_sim.reset(), torch.zeros(64, dtype=torch.bool), learner, 0)
     assert torch.equal(actions, labels)  # the teacher drives every step at share 1
     assert torch.equal(labelling.teacher.agent.prev_actions, labels)
+    # The cloning loss reads the teacher's distribution of this step beside its drawn label.
+    targets = labelling.head_targets(blind_sim.observe())
+    assert torch.equal(targets[TEACHER_PROBS], labelling.teacher.agent.last_action_probs)
 
 
 def test_an_rgb_learner_gets_the_depth_a_depth_teacher_reads():
@@ -141,3 +145,22 @@ def test_a_teacher_whose_images_the_simulator_does_not_render_is_refused():
 def test_policy_teacher_settings_that_cannot_work_are_refused(overrides, field):
     with pytest.raises(ConfigError, match=field):
         load_config("navzoo-pointnav-depth", ["stages=[]", *overrides])
+
+
+def test_dagger_learns_the_policy_teacher_s_distribution_not_its_draws():
+    """Every drawn label is `forward`, but the teacher's distribution is half forward, half left: the
+    learner ends near the distribution, where cloning the labels would make it sure of forward."""
+    policy = tiny_policy()
+    storage = labelled_storage(8, 6)
+    storage.teacher_actions.fill_(MOVE_FORWARD)
+    distribution = torch.zeros(4)
+    distribution[[MOVE_FORWARD, TURN_LEFT]] = 0.5
+    storage.head_targets[TEACHER_PROBS] = distribution.expand(8, 6, 4).clone()
+    config = PPOConfig(ppo_epoch=4, num_mini_batch=1, lr=1e-2)
+    dagger = DAgger(policy, config, ImitationConfig(), config.lr, torch.device("cpu"), distributed=False)
+    for _ in range(30):
+        dagger.update(storage)
+    with torch.no_grad():
+        batch = next(storage.minibatches(1))
+        out = policy(batch.observations, batch.hidden, batch.prev_actions, batch.masks)
+    torch.testing.assert_close(out.distribution.probs.mean((0, 1)), distribution, atol=0.05, rtol=0)
