@@ -40,6 +40,8 @@ from navzoo.agents.steering import (
     UNITS,
     steer,
 )
+from navzoo.errors import ConfigError, NavzooError
+from navzoo.models import ActorCritic
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from navzoo.train.config_blocks import ImitationConfig
@@ -210,7 +212,7 @@ class PolicyTeacher:
     habitat-baselines can run, or of other cameras, e.g. RGB from a depth teacher. It has no bearing."""
 
     def __init__(self, sim: BatchSim, model: str):
-        policy = load(model, device=str(sim.device))
+        policy = load_teacher(model, device=str(sim.device))
         check_sim_config(policy.config, sim.config, f"the teacher {model}", policy.task)
         # Seeded from the trainer's generator, which is seeded per worker; restarts restore the draws.
         seed = int(torch.randint(2**62, ()).item())
@@ -246,10 +248,18 @@ class PolicyTeacher:
             agent.generator.set_state(state["draws"])
 
 
+def load_teacher(model: str, device: str = "cpu") -> ActorCritic:
+    """The policy teacher `model`; ConfigError naming imitation.teacher_model where it cannot be loaded."""
+    try:
+        return load(model, device=device)
+    except NavzooError as err:
+        raise ConfigError("imitation.teacher_model", model, f"a trained model to distil ({err})") from None
+
+
 @functools.cache
 def policy_teacher_cameras(model: str) -> tuple[str, ...]:
     """The cameras the policy teacher `model` reads."""
-    return tuple(load(model).config.visual_sensors)
+    return tuple(load_teacher(model).config.visual_sensors)
 
 
 def make_teacher(sim: BatchSim, config: ImitationConfig):

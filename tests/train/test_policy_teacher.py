@@ -164,3 +164,11 @@ def test_dagger_learns_the_policy_teacher_s_distribution_not_its_draws():
         batch = next(storage.minibatches(1))
         out = policy(batch.observations, batch.hidden, batch.prev_actions, batch.masks)
     torch.testing.assert_close(out.distribution.probs.mean((0, 1)), distribution, atol=0.05, rtol=0)
+
+
+def test_a_teacher_that_cannot_be_loaded_is_named(tmp_path):
+    missing = tmp_path / "runs" / "teacher"
+    overrides = ["stages=[]", "imitation.teacher=policy", f"imitation.teacher_model={missing}"]
+    config = load_config("navzoo-pointnav-depth", overrides)
+    with pytest.raises(ConfigError, match=r"imitation\.teacher_model=.*teacher.*not an existing folder"):
+        config.sim_for_rank(0)
