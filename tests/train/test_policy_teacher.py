@@ -169,6 +169,5 @@ def test_dagger_learns_the_policy_teacher_s_distribution_not_its_draws():
 def test_a_teacher_that_cannot_be_loaded_is_named(tmp_path):
     missing = tmp_path / "runs" / "teacher"
     overrides = ["stages=[]", "imitation.teacher=policy", f"imitation.teacher_model={missing}"]
-    config = load_config("navzoo-pointnav-depth", overrides)
     with pytest.raises(ConfigError, match=r"imitation\.teacher_model=.*teacher.*not an existing folder"):
-        config.sim_for_rank(0)
+        load_config("navzoo-pointnav-depth", overrides)
