@@ -213,6 +213,12 @@ class TeacherLabels:
         self.config = config
         self.drives = drives
 
+    def policy_record(self) -> dict | None:
+        """A policy teacher's model name and provenance; None for the other teachers."""
+        if not isinstance(self.teacher, PolicyTeacher):
+            return None
+        return {"model": self.config.teacher_model, **(self.teacher.agent.policy.provenance or {})}
+
     def state_dict(self) -> dict:
         return self.teacher.state_dict()
 

@@ -131,6 +131,8 @@ class Trainer:
         self.teacher = None
         if config.uses_teacher:
             self.teacher = TeacherLabels(self.sim, config.imitation, drives=config.algorithm == "dagger")
+        # A policy teacher's name and provenance: how it was trained is part of how this model was.
+        self.distilled_from = self.teacher.policy_record() if self.teacher is not None else None
         self.stages = StageTracker(config)
         self.learner = self._learner(config.algorithm, config.ppo, config.imitation)
         preemption = RolloutPreemption(
@@ -362,6 +364,7 @@ class Trainer:
             "workers": self.workers.world_size,
             "machine": describe_machine(self.device),
             **({"initialised_from": self.initialised_from} if self.initialised_from else {}),
+            **({"distilled_from": self.distilled_from} if self.distilled_from else {}),
             **({"stages": self.stages.records(self.frames, self.elapsed_s)} if self.stages.finished else {}),
             "training_episodes": training_episodes(metrics),
         }

@@ -449,6 +449,10 @@ def test_distillation_of_a_policy_resumes_exactly(tmp_path):
     )
     _resume_equivalence(tmp_path, nproc=1, total=6, stop_at=3, extra=extra)
     assert _newest(tmp_path / "one_go")["workers"][0]["teacher"]["hidden"].abs().sum() > 0
+    # The model records its teacher and how that was trained.
+    teacher = json.loads((tmp_path / "split" / "config.json").read_text())["provenance"]["distilled_from"]
+    assert teacher["model"] == "navzoo-pointnav-blind"
+    assert teacher["frames"] == navzoo.load("navzoo-pointnav-blind").provenance["frames"] > 0
 
 
 def test_a_learner_reading_the_seen_map_resumes_exactly(tmp_path):
