@@ -165,9 +165,17 @@ class ImitationConfig(Config):
                 self.teacher_model,
                 "a model (zoo name, folder or hf-hub:org/name) with teacher policy, and unset with any other",
             )
-        if self.bearing_weight > 0 and self.teacher == "policy":
-            why = "0 with teacher policy (it gives no bearing)"
-            raise ConfigError("imitation.bearing_weight", self.bearing_weight, why)
+        if self.teacher == "policy":
+            # The learner learns the teacher's distribution; reweighing steps by its drawn actions, which
+            # change by chance, would skew it, and the teacher has no bearing to predict.
+            for name, neutral in (
+                ("bearing_weight", 0.0),
+                ("inflection_weight", 1.0),
+                ("early_stop_weight", 0.0),
+            ):
+                if getattr(self, name) != neutral:
+                    why = f"{neutral:g} with teacher policy (the learner learns its whole distribution)"
+                    raise ConfigError(f"imitation.{name}", getattr(self, name), why)
         if self.map_weight > 0 and self.teacher != "map-planner":
             raise ConfigError(
                 "imitation.map_weight",

@@ -203,8 +203,9 @@ class DAgger(PPO):
 
 class TeacherLabels:
     """Labels every step with the action of the teacher (imitation.teacher) and picks, step
-    by step, whether the teacher or the learner drives. Draws come from torch's global generator, which
-    the trainer seeds and checkpoints; the teacher's own memory is in state_dict()."""
+    by step, whether the teacher or the learner drives. Who drives is drawn from torch's global generator,
+    which the trainer seeds and checkpoints; the teacher's own memory (and a policy teacher's draws of its
+    actions) is in state_dict()."""
 
     def __init__(self, sim: BatchSim, config: ImitationConfig, drives: bool = True):
         """`drives`: whether the teacher drives its share of the steps (DAgger), or only labels them and the
@@ -217,7 +218,7 @@ class TeacherLabels:
         """A policy teacher's model name and provenance; None for the other teachers."""
         if not isinstance(self.teacher, PolicyTeacher):
             return None
-        return {"model": self.config.teacher_model, **(self.teacher.agent.policy.provenance or {})}
+        return {**(self.teacher.agent.policy.provenance or {}), "model": self.config.teacher_model}
 
     def state_dict(self) -> dict:
         return self.teacher.state_dict()

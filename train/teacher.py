@@ -213,14 +213,21 @@ class PolicyTeacher:
 
     def __init__(self, sim: BatchSim, model: str):
         policy = load_teacher(model, device=str(sim.device))
-        check_sim_config(policy.config, sim.config, f"the teacher {model}", policy.task)
+        try:
+            check_sim_config(policy.config, sim.config, f"the teacher {model}", policy.task)
+        except ConfigError as err:
+            why = f"a PointGoal model the run's simulator renders for ({err})"
+            raise ConfigError("imitation.teacher_model", model, why) from None
         # Seeded from the trainer's generator, which is seeded per worker; restarts restore the draws.
         seed = int(torch.randint(2**62, ()).item())
         self.agent = PolicyAgent(policy, sim.num_envs, seed=seed)
+        self.fresh = False  # whether the next labels treat every episode as just begun
 
     def labels(self, observations: dict[str, torch.Tensor], first: torch.Tensor):
         """(actions [N] drawn from the teacher's distribution, NaN bearings [N]); `first` [N] marks episodes
         that just began (its memory is reset there)."""
+        if self.fresh:  # restored without memory: every episode starts afresh for the teacher
+            first, self.fresh = torch.ones_like(first), False
         actions = self.agent.act(observations, first)
         return actions, torch.full(actions.shape, math.nan, device=actions.device)
 
@@ -235,24 +242,29 @@ class PolicyTeacher:
 
     def state_dict(self) -> dict[str, torch.Tensor]:
         agent = self.agent
-        draws = agent.generator.get_state()
-        return {"hidden": agent.hidden, "prev_actions": agent.prev_actions, "draws": draws}
+        memory = {"hidden": agent.hidden, "prev_actions": agent.prev_actions}
+        return {
+            **{k: v.to("cpu", copy=True) for k, v in memory.items()},
+            "draws": agent.generator.get_state(),
+        }
 
     def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Restore the teacher's memory and draws; without them (a checkpoint of a run that had another
         teacher) every episode's memory starts afresh, as if it had just begun."""
-        if state:
-            agent = self.agent
-            agent.hidden = state["hidden"].to(agent.device)
-            agent.prev_actions = state["prev_actions"].to(agent.device)
-            agent.generator.set_state(state["draws"])
+        if "hidden" not in state:
+            self.fresh = True
+            return
+        agent = self.agent
+        agent.hidden = state["hidden"].to(agent.device)
+        agent.prev_actions = state["prev_actions"].to(agent.device)
+        agent.generator.set_state(state["draws"])
 
 
 def load_teacher(model: str, device: str = "cpu") -> ActorCritic:
     """The policy teacher `model`; ConfigError naming imitation.teacher_model where it cannot be loaded."""
     try:
         return load(model, device=device)
-    except NavzooError as err:
+    except (NavzooError, OSError) as err:
         raise ConfigError("imitation.teacher_model", model, f"a trained model to distil ({err})") from None
 
 

@@ -10,7 +10,7 @@ from navzoo.errors import ConfigError
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.train.config import load_config
 from navzoo.train.config_blocks import ImitationConfig, PPOConfig
-from navzoo.train.imitation import TeacherLabels, cloning_loss, inflection_weights
+from navzoo.train.imitation import TEACHER_PROBS, TeacherLabels, cloning_loss, inflection_weights
 from navzoo.train.kickstart import Kickstart
 from navzoo.train.ppo import PPO
 from navzoo.train.teacher import StraightLineTeacher
@@ -59,6 +59,23 @@ def test_kickstart_loss_is_ppo_s_plus_the_weighted_cloning_loss():
     assert stats["imitation"].item() == pytest.approx(by_hand.item(), rel=1e-6)
     assert total.item() == pytest.approx(ppo_total.item() + 0.7 * by_hand.item(), rel=1e-6)
     assert stats["teacher_prob"].item() == pytest.approx(log_probs.exp().mean().item(), rel=1e-6)
+
+
+def test_kickstart_with_a_policy_teacher_takes_the_cross_entropy_to_its_distribution():
+    policy = tiny_policy()
+    storage = labelled_storage(8, 6)
+    probs = torch.rand(8, 6, 4, generator=torch.Generator().manual_seed(1))
+    storage.head_targets[TEACHER_PROBS] = probs / probs.sum(-1, keepdim=True)
+    config = PPOConfig(ppo_epoch=1, num_mini_batch=1)
+    kickstart = Kickstart(policy, config, ImitationConfig(), config.lr, CPU, distributed=False)
+    batch = next(storage.minibatches(1))
+    with torch.no_grad():
+        outputs = kickstart.evaluator(
+            batch.observations, batch.hidden, batch.prev_actions, batch.masks, batch.actions
+        )
+        _, stats = kickstart._objective(batch, outputs)
+    by_hand = -(batch.head_targets[TEACHER_PROBS] * outputs[3]).sum(-1).mean()
+    assert stats["imitation"].item() == pytest.approx(by_hand.item(), rel=1e-6)
 
 
 def test_update_without_advantages_moves_the_policy_to_the_labels():

@@ -18,6 +18,16 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 BLIND = "navzoo-pointnav-blind"
 
 
+def distilling(model: str) -> list[str]:
+    """Overrides that turn a preset's teacher into the policy `model`, every step weighing the same."""
+    return [
+        "imitation.teacher=policy",
+        f"imitation.teacher_model={model}",
+        "imitation.inflection_weight=1",
+        "imitation.early_stop_weight=0",
+    ]
+
+
 @pytest.fixture
 def blind_sim():
     sim = BatchSim(SimConfig(split="train", num_envs=64, sensors=()))
@@ -87,23 +97,25 @@ def test_a_restored_teacher_continues_its_episodes_and_draws(blind_sim):
     torch.testing.assert_close(again.agent.last_action_probs, teacher.agent.last_action_probs)
 
 
-def test_teacher_labels_drive_with_a_policy_teacher(blind_sim):
+@pytest.mark.parametrize("drives", [True, False])
+def test_teacher_labels_drive_with_a_policy_teacher(blind_sim, drives):
+    """At share 1 the teacher drives (DAgger's start); under kickstarting the learner does, and the teacher
+    remembers the learner's action. The rollout gets the distribution the label was drawn from."""
     config = ImitationConfig(teacher="policy", teacher_model=BLIND)
-    labelling = TeacherLabels(blind_sim, config, drives=True)
+    labelling = TeacherLabels(blind_sim, config, drives=drives)
     learner = torch.full((64,), 2)
-    actions, labels, _ = labelling.drive(blind_sim.reset(), torch.zeros(64, dtype=torch.bool), learner, 0)
-    assert torch.equal(actions, labels)  # the teacher drives every step at share 1
-    assert torch.equal(labelling.teacher.agent.prev_actions, labels)
-    # The cloning loss reads the teacher's distribution of this step beside its drawn label.
-    targets = labelling.head_targets(blind_sim.observe())
-    assert torch.equal(targets[TEACHER_PROBS], labelling.teacher.agent.last_action_probs)
+    observations, first = blind_sim.reset(), torch.ones(64, dtype=torch.bool)
+    actions, labels, _ = labelling.drive(observations, ~first, learner, 0)
+    assert torch.equal(actions, labels if drives else learner)
+    assert torch.equal(labelling.teacher.agent.prev_actions, actions)
+    model = navzoo.load(BLIND)
+    with torch.inference_mode():
+        out = model(observations, model.initial_state(64), torch.zeros(64, dtype=torch.long), ~first)
+    torch.testing.assert_close(labelling.head_targets(observations)[TEACHER_PROBS], out.distribution.probs)
 
 
 def test_an_rgb_learner_gets_the_depth_a_depth_teacher_reads():
-    config = load_config(
-        "navzoo-pointnav-rgb",
-        ["stages=[]", "imitation.teacher=policy", "imitation.teacher_model=navzoo-pointnav-depth"],
-    )
+    config = load_config("navzoo-pointnav-rgb", ["stages=[]", *distilling("navzoo-pointnav-depth")])
     assert config.teacher_only_sensors() == ("depth",)
     sim = BatchSim(config.sim_for_rank(0).replace(num_envs=4))
     try:
@@ -114,37 +126,54 @@ def test_an_rgb_learner_gets_the_depth_a_depth_teacher_reads():
         sim.close()
 
 
-def test_a_teacher_whose_images_the_simulator_does_not_render_is_refused():
-    sim = BatchSim(SimConfig(split="train", num_envs=4, sensors=("depth",), resolution=(32, 32)))
+@pytest.mark.parametrize(
+    "sim_config, problem",
+    [
+        (SimConfig(sensors=("depth",), resolution=(32, 32)), r"resolution.*\(64, 64\): the teacher"),
+        (SimConfig(sensors=("rgb",), resolution=(64, 64)), r"sensors including depth: the teacher"),
+    ],
+)
+def test_a_teacher_whose_images_the_simulator_does_not_render_is_refused(sim_config, problem):
+    sim = BatchSim(sim_config.replace(split="train", num_envs=4))
     try:
-        with pytest.raises(ConfigError, match=r"resolution.*\(64, 64\): the teacher navzoo-pointnav-depth"):
+        with pytest.raises(ConfigError, match=rf"imitation\.teacher_model=.*{problem}"):
             PolicyTeacher(sim, "navzoo-pointnav-depth")
     finally:
         sim.close()
 
 
+def test_a_teacher_restored_without_memory_starts_every_episode_afresh(blind_sim):
+    """A checkpoint of a run that had another teacher holds no policy teacher's memory: its next labels are
+    those of a teacher whose every episode has just begun."""
+    torch.manual_seed(0)
+    teacher = PolicyTeacher(blind_sim, BLIND)
+    observations = blind_sim.reset()
+    teacher.labels(observations, torch.ones(64, dtype=torch.bool))
+    teacher.taken(torch.full((64,), 1))
+    teacher.load_state_dict({})
+    teacher.labels(observations, torch.zeros(64, dtype=torch.bool))
+    fresh = PolicyTeacher(blind_sim, BLIND)
+    fresh.labels(observations, torch.ones(64, dtype=torch.bool))
+    torch.testing.assert_close(teacher.agent.last_action_probs, fresh.agent.last_action_probs)
+
+
 @pytest.mark.parametrize(
     "overrides, field",
     [
-        (["imitation.teacher=policy"], "imitation.teacher_model=None"),
-        ([f"imitation.teacher_model={BLIND}"], "imitation.teacher_model"),
+        (["imitation.teacher_model=null"], "imitation.teacher_model=None"),
+        (["imitation.teacher=map-planner"], "imitation.teacher_model"),
+        (["imitation.bearing_weight=1"], "imitation.bearing_weight"),
+        (["imitation.inflection_weight=3"], r"imitation\.inflection_weight=3.*1 with teacher policy"),
+        (["imitation.early_stop_weight=10"], r"imitation\.early_stop_weight=10.*0 with teacher policy"),
         (
-            ["imitation.teacher=policy", f"imitation.teacher_model={BLIND}", "imitation.bearing_weight=1"],
-            "imitation.bearing_weight",
-        ),
-        (
-            [
-                "imitation.teacher=policy",
-                f"imitation.teacher_model={BLIND}",
-                f"stages=[{{from_frames: 4096, algorithm: dagger, imitation: {{teacher_model: {BLIND}}}}}]",
-            ],
+            [f"stages=[{{from_frames: 4096, algorithm: dagger, imitation: {{teacher_model: {BLIND}}}}}]"],
             r"stages\.0\.imitation\.teacher_model",
         ),
     ],
 )
 def test_policy_teacher_settings_that_cannot_work_are_refused(overrides, field):
     with pytest.raises(ConfigError, match=field):
-        load_config("navzoo-pointnav-depth", ["stages=[]", *overrides])
+        load_config("navzoo-pointnav-depth", ["stages=[]", *distilling(BLIND), *overrides])
 
 
 def test_dagger_learns_the_policy_teacher_s_distribution_not_its_draws():
@@ -168,6 +197,6 @@ def test_dagger_learns_the_policy_teacher_s_distribution_not_its_draws():
 
 def test_a_teacher_that_cannot_be_loaded_is_named(tmp_path):
     missing = tmp_path / "runs" / "teacher"
-    overrides = ["stages=[]", "imitation.teacher=policy", f"imitation.teacher_model={missing}"]
+    overrides = ["stages=[]", *distilling(str(missing))]
     with pytest.raises(ConfigError, match=r"imitation\.teacher_model=.*teacher.*not an existing folder"):
         load_config("navzoo-pointnav-depth", overrides)
