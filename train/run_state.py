@@ -95,3 +95,22 @@ def _flatten(config: dict, prefix: str = "") -> dict[str, Any]:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def check_same_teacher(saved: dict | None, now: dict | None, path: Path) -> None:
+    """CheckpointError if the run at `path` distilled a policy teacher (`saved`: its name and provenance,
+    TeacherLabels.policy_record) and imitation.teacher_model now loads another model (`now`): the name may
+    have come to mean other weights, e.g. a zoo agent of another navzoo version or a relative folder read
+    from another working directory."""
+    if saved is None or saved == now:
+        return
+
+    def described(record: dict) -> str:
+        return f"{record.get('model')} (run {record.get('run')!r}, {record.get('frames')} frames)"
+
+    loaded = described(now) if now is not None else "no policy teacher"
+    raise ckpt.CheckpointError(
+        f"{path} was trained with the teacher {described(saved)}, and this run's imitation.teacher_model "
+        f"loads {loaded}; resume with the same teacher (its folder, or the navzoo version that shipped it), "
+        "or start a new run"
+    )

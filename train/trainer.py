@@ -46,7 +46,13 @@ from navzoo.train.ppo import PPO
 from navzoo.train.rollout import RolloutStorage
 from navzoo.train.run_folder import prepare_run_folder
 from navzoo.train.run_lock import claimed_run_folder
-from navzoo.train.run_state import CHECKPOINT_FORMAT, check_resumable, restore_worker, worker_state
+from navzoo.train.run_state import (
+    CHECKPOINT_FORMAT,
+    check_resumable,
+    check_same_teacher,
+    restore_worker,
+    worker_state,
+)
 from navzoo.train.stages import StageTracker
 from navzoo.train.stop_signals import REQUEUE_SIGNAL, catch_stop_signals, requeue_slurm_job, restore_handlers
 from navzoo.train.update_metrics import (
@@ -324,6 +330,7 @@ class Trainer:
                 },
                 "window": self.window.state(),
                 "initialised_from": self.initialised_from,
+                "distilled_from": self.distilled_from,
                 "stages": self.stages.finished,
                 "stage_start": list(self.stages.start),
                 "world_size": self.workers.world_size,
@@ -336,6 +343,7 @@ class Trainer:
 
     def _restore(self, state: dict, storage: RolloutStorage, path: Path) -> None:
         check_resumable(state, path, self.workers.world_size, self.policy, self.config)
+        check_same_teacher(state.get("distilled_from"), self.distilled_from, path)
         self.policy.load_state_dict(state["model"])
         counters = state["counters"]
         self.update, self.frames = counters["update"], counters["frames"]

@@ -6,11 +6,14 @@ import torch
 
 import navzoo
 from navzoo.errors import ConfigError
+from navzoo.models.weights import save_pretrained
 from navzoo.sim import MOVE_FORWARD, TURN_LEFT, BatchSim, SimConfig
+from navzoo.train.checkpoint import CheckpointError
 from navzoo.train.config import load_config
 from navzoo.train.config_blocks import ImitationConfig, PPOConfig
 from navzoo.train.imitation import TEACHER_PROBS, DAgger, TeacherLabels
 from navzoo.train.teacher import PolicyTeacher
+from navzoo.train.trainer import train
 from tests.train.test_ppo import labelled_storage, tiny_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -200,3 +203,16 @@ def test_a_teacher_that_cannot_be_loaded_is_named(tmp_path):
     overrides = ["stages=[]", *distilling(str(missing))]
     with pytest.raises(ConfigError, match=r"imitation\.teacher_model=.*teacher.*not an existing folder"):
         load_config("navzoo-pointnav-depth", overrides)
+
+
+def test_a_resume_whose_teacher_model_now_loads_another_model_is_refused(tmp_path):
+    blind = navzoo.load(BLIND)
+    teacher = save_pretrained(blind, tmp_path / "teacher", provenance=blind.provenance)
+    small = ["sim.num_envs=4", "ppo.num_steps=8", "ppo.num_mini_batch=1", "torch_threads=1"]
+    overrides = ["algorithm=dagger", *distilling(str(teacher)), *small]
+    train(load_config("pointnav-blind", [*overrides, "total_frames=32"]), tmp_path / "run")
+    # The folder now holds another model: the same architecture, from another run.
+    save_pretrained(blind, teacher, provenance={**blind.provenance, "run": "another"})
+    refusal = r"trained with the teacher .*teacher \(run '.*loads .*'another'"
+    with pytest.raises(CheckpointError, match=refusal):
+        train(load_config("pointnav-blind", [*overrides, "total_frames=64"]), tmp_path / "run", resume=True)
