@@ -51,7 +51,7 @@ from navzoo.train.stage_config import (
     check_stages,
     parse_stages,
 )
-from navzoo.train.teacher import policy_teacher_cameras
+from navzoo.train.teacher import policy_teacher_config
 from navzoo.typed_config import check_field_types
 from navzoo.zoo.loader import model_entry
 
@@ -230,7 +230,7 @@ class TrainConfig(Config):
             return ()
         wanted = TEACHER_SENSORS[self.imitation.teacher]
         if self.imitation.teacher_model is not None:
-            wanted = policy_teacher_cameras(self.imitation.teacher_model)
+            wanted = tuple(policy_teacher_config(self.imitation.teacher_model).visual_sensors)
         if any(stage.uses_teacher and stage.imitation.depth_weight > 0 for _, stage in self.stage_settings()):
             wanted += ("depth",)
         return tuple(s for s in dict.fromkeys(wanted) if s not in self.sim.sensors)

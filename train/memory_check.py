@@ -2,9 +2,9 @@
 
 A worker holds its simulator (navzoo.sim.memory_estimate; the largest of its stages' simulators, which
 replace each other), its rollout storage (navzoo.train.rollout), its policy with gradients and optimizer
-state (navzoo.models.model_memory), and a map-planner teacher's own maps. The workers of one machine share
-its RAM, so on the CPU each gets its share. What the estimate leaves out, and the margin kept for it, are in
-navzoo.memory.
+state (navzoo.models.model_memory), and a map-planner teacher's own maps or a policy teacher's weights and
+recurrent state. The workers of one machine share its RAM, so on the CPU each gets its share. What the
+estimate leaves out, and the margin kept for it, are in navzoo.memory.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from navzoo.train.config import TrainConfig
 from navzoo.train.distributed import Workers
 from navzoo.train.imitation import DEPTH_TARGET_SIZE, MAP_TARGET_SIZE
 from navzoo.train.rollout import storage_bytes
+from navzoo.train.teacher import policy_teacher_config
 
 # Copies of each trainable parameter: the weights, their gradients, and Adam's (or Lamb's) two moments.
 TRAINING_COPIES = 4
@@ -53,6 +54,8 @@ def training_memory_estimate(
     ]
     if config.uses_teacher and config.imitation.teacher == "map-planner" and SEEN_MAP not in first.sensors:
         parts.append(seen_map_part(first, "for the map-planner teacher's maps", "sim.", sensor=False))
+    if config.uses_teacher and config.imitation.teacher_model is not None:
+        parts.append(_policy_teacher_part(config.imitation.teacher_model, first.num_envs))
     return parts
 
 
@@ -84,6 +87,13 @@ def _rollout_part(config: TrainConfig, sim: SimConfig, size: ModelSize) -> Part:
     nbytes = storage_bytes(steps, sim.num_envs, sum(stored.values()), heads, size.hidden_bytes)
     fields = (("sim.num_envs", sim.num_envs), ("ppo.num_steps", steps))
     return Part(f"of rollout storage (ppo.num_steps={steps})", nbytes, fields)
+
+
+def _policy_teacher_part(model: str, num_envs: int) -> Part:
+    """The policy teacher's weights, which it only runs, and its recurrent state in each environment."""
+    size = model_size(policy_teacher_config(model))
+    nbytes = size.parameter_bytes + size.buffer_bytes + num_envs * size.hidden_bytes
+    return Part(f"for the policy teacher {model}", nbytes, (("imitation.teacher_model", model),))
 
 
 def _total(parts: list[Part]) -> int:

@@ -42,6 +42,7 @@ from navzoo.agents.steering import (
 )
 from navzoo.errors import ConfigError, NavzooError
 from navzoo.models import ActorCritic
+from navzoo.models.weights import ModelConfig
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from navzoo.train.config_blocks import ImitationConfig
@@ -269,9 +270,9 @@ def load_teacher(model: str, device: str = "cpu") -> ActorCritic:
 
 
 @functools.cache
-def policy_teacher_cameras(model: str) -> tuple[str, ...]:
-    """The cameras the policy teacher `model` reads."""
-    return tuple(load_teacher(model).config.visual_sensors)
+def policy_teacher_config(model: str) -> ModelConfig:
+    """The architecture and cameras of the policy teacher `model`, for the config's checks before training."""
+    return load_teacher(model).config
 
 
 def make_teacher(sim: BatchSim, config: ImitationConfig):

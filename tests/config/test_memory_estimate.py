@@ -3,6 +3,7 @@ or what RLIMIT_AS leaves) is refused up front with a ConfigError naming the fiel
 at BatchSim construction, at the start of training and when a model is built from a config; the shipped
 presets fit."""
 
+import math
 import resource
 import subprocess
 import sys
@@ -24,6 +25,12 @@ from navzoo.train.rollout import RolloutStorage, storage_bytes
 from navzoo.train.trainer import train
 
 PRESETS = sorted(p.stem for p in (Path(navzoo.train.__file__).parent / "presets").glob("*.yaml"))
+DISTILLING_THE_DEPTH_AGENT = [
+    "imitation.teacher=policy",
+    "imitation.teacher_model=navzoo-pointnav-depth",
+    "imitation.inflection_weight=1",
+    "imitation.early_stop_weight=0",
+]
 HUGE_MODEL = ["policy.hidden_size=16384", "policy.num_recurrent_layers=16", "policy.rnn_type=GRU"]
 
 
@@ -36,6 +43,18 @@ def test_shipped_presets_fit(preset):
     parts = training_memory_estimate(load_config(preset), rank=0, world_size=1)
     assert sum(part.nbytes for part in parts) < 1e9  # each is well under a gigabyte
     refuse_unless_fits(parts)
+
+
+def test_a_policy_teacher_counts_with_its_weights_and_memory():
+    config = load_config("navzoo-pointnav-depth-il", DISTILLING_THE_DEPTH_AGENT)
+    parts = training_memory_estimate(config, rank=0, world_size=1)
+    [part] = [
+        part for part in parts if part.fields == (("imitation.teacher_model", "navzoo-pointnav-depth"),)
+    ]
+    teacher = navzoo.load("navzoo-pointnav-depth")
+    weights = sum(t.numel() * t.element_size() for t in [*teacher.parameters(), *teacher.buffers()])
+    memory = config.sim.num_envs * math.prod(teacher.hidden_state_shape) * 4
+    assert part.nbytes == weights + memory
 
 
 def test_a_million_environments_are_refused_by_the_simulator_before_allocating():
@@ -97,6 +116,7 @@ def test_the_rollout_estimate_is_what_rollout_storage_allocates():
 
 
 RLIMIT_CHILD = """
+import math
 import resource
 from navzoo.memory import _address_space_used
 from navzoo.sim.config import SimConfig
