@@ -315,8 +315,8 @@ _shipped(
 )
 _shipped(
     "navzoo-pointnav-rgb",
-    "navzoo's RGB agent: habitat's SimpleCNN on 64x64 RGB + GRU512, imitating the map-planner, then DD-PPO "
-    "kickstarted by it",
+    "navzoo's RGB agent: habitat's SimpleCNN on 64x64 RGB + GRU512, distilled from the depth agent, then "
+    "DD-PPO kickstarted by it",
 )
 _shipped("navzoo-pointnav-blind", "navzoo's blind agent: GPS+Compass and the previous action, GRU256")
 

@@ -118,7 +118,7 @@ def test_teacher_labels_drive_with_a_policy_teacher(blind_sim, drives):
 
 
 def test_an_rgb_learner_gets_the_depth_a_depth_teacher_reads():
-    config = load_config("navzoo-pointnav-rgb", ["stages=[]", *distilling("navzoo-pointnav-depth")])
+    config = load_config("navzoo-pointnav-rgb")  # distils navzoo-pointnav-depth
     assert config.teacher_only_sensors() == ("depth",)
     sim = BatchSim(config.sim_for_rank(0).replace(num_envs=4))
     try:

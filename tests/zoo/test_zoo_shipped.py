@@ -19,10 +19,12 @@ from navzoo.sim import BatchSim, SimConfig
 from navzoo.sim.episodes import episodes_for
 from navzoo.zoo.registry import PACKAGED_WEIGHTS, model_entry
 from tests.support import hub_transport
+from train.config import TrainConfig, load_config
 
 SHIPPED = ("navzoo-pointnav-blind", "navzoo-pointnav-depth", "navzoo-pointnav-rgb")
 STRIDE = 12  # every 12th val episode: 50 episodes, two from each of the 24 val scenes of all four families
 MAX_TOTAL_MB = 20
+RUN_KEEPING = ("keep_checkpoints", "log_every", "wandb")  # how a run is kept and logged, not what it learns
 
 
 @pytest.fixture
@@ -47,6 +49,17 @@ def test_the_shipped_models_are_packaged_small_and_listed_as_local():
         )
         assert {"frames", "wall_time_s", "machine"} <= set(provenance)
     assert total < MAX_TOTAL_MB * 2**20
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_shipped_model_was_trained_by_its_preset(name):
+    """`navzoo train NAME` as one command made the weights: the config they record, read by today's code, is
+    the preset's. A preset edited without retraining its agent fails here."""
+    recorded = TrainConfig.from_dict(navzoo.load(name).provenance["train_config"]).to_dict()
+    preset = load_config(name).to_dict()
+    for key in RUN_KEEPING:
+        del recorded[key], preset[key]
+    assert recorded == preset
 
 
 @pytest.mark.parametrize("name", SHIPPED)
