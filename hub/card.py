@@ -248,7 +248,10 @@ def _stages(provenance: dict[str, Any]) -> str:
         config = record.get("train_config") or {}
         algorithm = record.get("algorithm") or config.get("algorithm", "ppo")
         # A record that names no teacher used the default one, the shortest path.
-        teacher = record.get("teacher") or (config.get("imitation") or {}).get("teacher") or "shortest-path"
+        imitation = config.get("imitation") or {}
+        teacher = record.get("teacher") or imitation.get("teacher") or "shortest-path"
+        if teacher == "policy" and imitation.get("teacher_model"):
+            teacher = f"`{imitation['teacher_model']}` policy"
         stages = record.get("stages") or [{**record, "algorithm": algorithm}]
         added = (record.get("initialised_from") or {}).get("added_inputs") or []
         runs.append([(stage, teacher, added if i == 0 else []) for i, stage in enumerate(stages)])

@@ -302,7 +302,9 @@ class Trainer:
         self.sim.close()
         self.sim = BatchSim(sim_config)
         if self.teacher is not None:
-            self.teacher = TeacherLabels(self.sim, self.teacher.config, self.teacher.drives)
+            config, drives = self.teacher.config, self.teacher.drives
+            self.teacher = None  # let the old teacher go before the new one loads (memory_check counts one)
+            self.teacher = TeacherLabels(self.sim, config, drives)
         observations = self.collector.observe(self.sim.reset())
         storage.restart(observations, self.policy.initial_state(self.sim.num_envs))
 

@@ -116,7 +116,6 @@ def test_the_rollout_estimate_is_what_rollout_storage_allocates():
 
 
 RLIMIT_CHILD = """
-import math
 import resource
 from navzoo.memory import _address_space_used
 from navzoo.sim.config import SimConfig

@@ -267,6 +267,14 @@ def test_card_states_the_recipe_stage_by_stage():
     # The teacher is the run's own, or the one recorded for the run it started from.
     mapped = {**one_run, "train_config": {"algorithm": "dagger", "imitation": {"teacher": "map-planner"}}}
     assert _stages(mapped).startswith("imitation of the map-planner teacher (DAgger) for 5,000,000 frames")
+    distilled = {
+        **one_run,
+        "train_config": {
+            "algorithm": "dagger",
+            "imitation": {"teacher": "policy", "teacher_model": "navzoo-pointnav-depth"},
+        },
+    }
+    assert _stages(distilled).startswith("imitation of the `navzoo-pointnav-depth` policy teacher (DAgger)")
     started = {**provenance, "initialised_from": {**provenance["initialised_from"], "teacher": "map-planner"}}
     assert _stages(started).startswith("imitation of the map-planner teacher (DAgger)")
     # Kickstarting names the teacher it learnt beside.

@@ -118,7 +118,8 @@ def test_teacher_labels_drive_with_a_policy_teacher(blind_sim, drives):
 
 
 def test_an_rgb_learner_gets_the_depth_a_depth_teacher_reads():
-    config = load_config("navzoo-pointnav-rgb")  # distils navzoo-pointnav-depth
+    # Without the depth head, only the teacher's camera asks for depth.
+    config = load_config("navzoo-pointnav-rgb", ["imitation.depth_weight=0"])  # distils navzoo-pointnav-depth
     assert config.teacher_only_sensors() == ("depth",)
     sim = BatchSim(config.sim_for_rank(0).replace(num_envs=4))
     try:

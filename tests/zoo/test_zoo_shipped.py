@@ -17,9 +17,9 @@ from navzoo.evaluation import evaluate, summarize
 from navzoo.models.weights import WEIGHTS_NAME
 from navzoo.sim import BatchSim, SimConfig
 from navzoo.sim.episodes import episodes_for
+from navzoo.train.config import TrainConfig, load_config
 from navzoo.zoo.registry import PACKAGED_WEIGHTS, model_entry
 from tests.support import hub_transport
-from train.config import TrainConfig, load_config
 
 SHIPPED = ("navzoo-pointnav-blind", "navzoo-pointnav-depth", "navzoo-pointnav-rgb")
 STRIDE = 12  # every 12th val episode: 50 episodes, two from each of the 24 val scenes of all four families
