@@ -1,6 +1,7 @@
 """Helpers the tests share (the fixtures are in conftest.py): small hand-built scenes and a depth render of
-them, free ports, random observations, a laid-out Hugging Face cache, a loopback release server,
-huggingface_hub's HTTP transport pointed at a handler, and navzoo's scenes exported as scanned meshes."""
+them, free ports, random observations, the overrides of a policy distillation, a laid-out Hugging Face
+cache, a loopback release server, huggingface_hub's HTTP transport pointed at a handler, and navzoo's scenes
+exported as scanned meshes."""
 
 import contextlib
 import hashlib
@@ -234,3 +235,13 @@ def steps_after_a_resume_match(config, actions: torch.Tensor, checkpoint_after: 
         for key in info_a["metrics"]:
             assert torch.equal(info_a["metrics"][key], info_b["metrics"][key]), key
     return first
+
+
+def distilling(model: str) -> list[str]:
+    """Overrides turning a training preset's teacher into the policy `model`, each step weighing the same."""
+    return [
+        "imitation.teacher=policy",
+        f"imitation.teacher_model={model}",
+        "imitation.inflection_weight=1",
+        "imitation.early_stop_weight=0",
+    ]

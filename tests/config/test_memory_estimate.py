@@ -23,14 +23,9 @@ from navzoo.train.config import load_config
 from navzoo.train.memory_check import training_memory_estimate
 from navzoo.train.rollout import RolloutStorage, storage_bytes
 from navzoo.train.trainer import train
+from tests.support import distilling
 
 PRESETS = sorted(p.stem for p in (Path(navzoo.train.__file__).parent / "presets").glob("*.yaml"))
-DISTILLING_THE_DEPTH_AGENT = [
-    "imitation.teacher=policy",
-    "imitation.teacher_model=navzoo-pointnav-depth",
-    "imitation.inflection_weight=1",
-    "imitation.early_stop_weight=0",
-]
 HUGE_MODEL = ["policy.hidden_size=16384", "policy.num_recurrent_layers=16", "policy.rnn_type=GRU"]
 
 
@@ -46,7 +41,7 @@ def test_shipped_presets_fit(preset):
 
 
 def test_a_policy_teacher_counts_with_its_weights_and_memory():
-    config = load_config("navzoo-pointnav-depth-il", DISTILLING_THE_DEPTH_AGENT)
+    config = load_config("navzoo-pointnav-depth-il", distilling("navzoo-pointnav-depth"))
     parts = training_memory_estimate(config, rank=0, world_size=1)
     [part] = [
         part for part in parts if part.fields == (("imitation.teacher_model", "navzoo-pointnav-depth"),)

@@ -14,21 +14,12 @@ from navzoo.train.config_blocks import ImitationConfig, PPOConfig
 from navzoo.train.imitation import TEACHER_PROBS, DAgger, TeacherLabels
 from navzoo.train.teacher import PolicyTeacher
 from navzoo.train.trainer import train
+from tests.support import distilling
 from tests.train.test_ppo import labelled_storage, tiny_policy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 BLIND = "navzoo-pointnav-blind"
-
-
-def distilling(model: str) -> list[str]:
-    """Overrides that turn a preset's teacher into the policy `model`, every step weighing the same."""
-    return [
-        "imitation.teacher=policy",
-        f"imitation.teacher_model={model}",
-        "imitation.inflection_weight=1",
-        "imitation.early_stop_weight=0",
-    ]
 
 
 @pytest.fixture
