@@ -46,7 +46,7 @@ from navzoo.models.weights import ModelConfig
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import MOVE_FORWARD, STOP, TURN_LEFT, TURN_RIGHT
 from navzoo.train.config_blocks import ImitationConfig
-from navzoo.zoo.loader import load
+from navzoo.zoo.loader import load, load_model_config
 
 
 class StraightLineTeacher:
@@ -266,13 +266,21 @@ def load_teacher(model: str, device: str = "cpu") -> ActorCritic:
     try:
         return load(model, device=device)
     except (NavzooError, OSError) as err:
-        raise ConfigError("imitation.teacher_model", model, f"a trained model to distil ({err})") from None
+        raise _teacher_refusal(model, err) from None
 
 
 @functools.cache
 def policy_teacher_config(model: str) -> ModelConfig:
-    """The architecture and cameras of the policy teacher `model`, for the config's checks before training."""
-    return load_teacher(model).config
+    """The architecture and cameras of the policy teacher `model`, for the config's checks before training:
+    its config.json alone, so the weights are read once, by the trainer."""
+    try:
+        return load_model_config(model)
+    except (NavzooError, OSError) as err:
+        raise _teacher_refusal(model, err) from None
+
+
+def _teacher_refusal(model: str, err: Exception) -> ConfigError:
+    return ConfigError("imitation.teacher_model", model, f"a trained model to distil ({err})")
 
 
 def make_teacher(sim: BatchSim, config: ImitationConfig):

@@ -25,7 +25,7 @@ from typing import Any
 from navzoo.errors import ConfigError, UnknownModelError
 from navzoo.models import ActorCritic, PointNavPolicy, PolicyConfig, build_policy, model_size
 from navzoo.models.model_memory import refuse_unless_model_fits
-from navzoo.models.weights import read_config
+from navzoo.models.weights import ModelConfig, read_config
 from navzoo.storage.hf_hub import HF_HUB_PREFIX, hub_folder, is_cached
 from navzoo.zoo.habitat_checkpoints import warn_if_mirrored
 from navzoo.zoo.habitat_release import cached_release, release_folder
@@ -114,7 +114,7 @@ def _create_from_folder(name: str, pretrained: bool, overrides: dict[str, Any]) 
         )
     if pretrained:
         return load(name)
-    config, _ = read_config(locate(name)[0])
+    config = load_model_config(name)
     refuse_unless_model_fits(config, model_size(config))
     return build_policy(config, fetch_timm_weights=False)
 
@@ -140,6 +140,12 @@ def load(
     )
     warn_if_mirrored(policy.provenance, folder)
     return policy
+
+
+def load_model_config(name: str | Path) -> ModelConfig:
+    """The config of the model `name` names (by the rule of `load`), read from its config.json without
+    reading its weights: the architecture, cameras and metadata, for checks made before building it."""
+    return read_config(locate(name)[0])[0]
 
 
 def locate(

@@ -21,6 +21,7 @@ from navzoo.hub.pull import pull
 from navzoo.models import GOAL_SENSOR, ActorCritic, PointNavPolicy, PolicyConfig
 from navzoo.models.weights import CONFIG_NAME, WEIGHTS_NAME, save_pretrained
 from navzoo.zoo import registry as model_registry
+from navzoo.zoo.loader import load_model_config
 from navzoo.zoo.registry import ModelEntry, Provenance, model_entry
 from tests.support import put_in_hf_cache, random_observations
 
@@ -189,6 +190,18 @@ def test_create_model_takes_a_model_folder_as_timm_takes_hub_ids(tmp_path):
     assert not torch.equal(trained.state_dict()[key], fresh.state_dict()[key])
     with pytest.raises(ConfigError, match=r"config\.json fixes the architecture"):
         navzoo.create_model(str(folder), hidden_size=8)
+
+
+def test_load_model_config_reads_the_config_without_the_weights(tmp_path):
+    """A check before training (a policy teacher's cameras and size) needs the config, not the weights."""
+    for name in ("navzoo-pointnav-rgb", "navzoo-pointnav-blind"):
+        assert load_model_config(name) == navzoo.load(name).config
+    folder = save_pretrained(navzoo.create_model("pointnav-simple-cnn", hidden_size=16), tmp_path / "model")
+    config = navzoo.load(folder).config
+    (folder / WEIGHTS_NAME).unlink()
+    assert load_model_config(folder) == config and load_model_config(str(folder)) == config
+    with pytest.raises(WeightsFormatError):
+        navzoo.load(folder)
 
 
 def test_exported_files_follow_the_umask_so_a_group_can_read_them(tmp_path):
