@@ -54,7 +54,7 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> None:
-    from navzoo.evaluation import format_distance_table, format_table, run
+    from navzoo.evaluation import format_distance_table, format_family_table, format_table, run
     from navzoo.tasks import get_task
 
     set_threads(args.threads)
@@ -82,6 +82,9 @@ def _run(args) -> None:
     if get_task(result.task).has_goal:
         print()
         print(format_distance_table(result.summaries))
+        if families := format_family_table(result.summaries):
+            print()
+            print(families)
     out = Path(args.out)
     replays = f" and replays {out}/replays/<agent>/" if args.replays else ""
     print(

@@ -1,6 +1,6 @@
 """What an evaluation reports: means with 95% intervals of the task's metrics (and for PointGoal Success and
-SPL by geodesic distance, DD-PPO Fig. 13), plain-text tables, the SPL-by-distance figure, and a top-down
-map of an episode.
+SPL by geodesic distance, DD-PPO Fig. 13, and by scene family), plain-text tables, the SPL-by-distance
+figure, and a top-down map of an episode.
 """
 
 import itertools
@@ -14,6 +14,7 @@ from navzoo.errors import ConfigError, NavzooError
 from navzoo.evaluation.episodes import EpisodeResult, fixed_episodes
 from navzoo.evaluation.scene_maps import scene_maps
 from navzoo.evaluation.topdown import draw_episode
+from navzoo.names import SCENE_FAMILIES
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.tasks import Task, get_task
 
@@ -73,8 +74,9 @@ def error_bars(summary: dict, key: str) -> tuple[float, float]:
 
 def summarize(results: list[EpisodeResult]) -> dict:
     """Means over episodes of one task, with 95% intervals for its metrics (Task.metrics), and the mean path
-    length, collisions and steps. PointGoal adds the distance to the goal and Success / SPL per
-    geodesic-distance bin (DD-PPO Fig. 13; empty bins are left out)."""
+    length, collisions and steps. PointGoal adds the distance to the goal, and Success / SPL per
+    geodesic-distance bin (DD-PPO Fig. 13) and per navzoo scene family (none on scanned scenes); empty
+    groups are left out."""
     if not results:
         raise NavzooError(
             "no episodes to summarize: evaluate at least one episode (navzoo.evaluation.evaluate)"
@@ -121,11 +123,17 @@ def _pointgoal_summary(results: list[EpisodeResult]) -> dict:
         chosen = [r for r in results if lo <= _goal_metric(r.geodesic_distance) < hi]
         if chosen:
             by_distance.append({"min_geodesic": lo, "max_geodesic": hi, **_rates(chosen)})
+    by_family = {}
+    for family in SCENE_FAMILIES:
+        chosen = [r for r in results if r.scene_id.split("/")[0] == family]
+        if chosen:
+            by_family[family] = _rates(chosen)
     return {
         **_rates(results),
         "distance_to_goal": float(np.mean([_goal_metric(r.distance_to_goal) for r in results])),
         **_motion(results),
         "by_distance": by_distance,
+        "by_family": by_family,
     }
 
 
@@ -169,16 +177,39 @@ def _distance_bins(summaries: dict[str, dict]) -> list[tuple[float, float]]:
 def format_distance_table(summaries: dict[str, dict]) -> str:
     """SPL / Success per geodesic-distance bin, one column per agent, episode counts in brackets."""
     bins = _distance_bins(summaries)
+    rows = {
+        distance_bin_label(lo, hi): [
+            next((b for b in s["by_distance"] if b["min_geodesic"] == lo), None) for s in summaries.values()
+        ]
+        for lo, hi in bins
+    }
+    title = "SPL / success (episodes) by geodesic distance from start to goal"
+    return _group_table(summaries, title, "geodesic (m)", rows)
+
+
+def format_family_table(summaries: dict[str, dict]) -> str:
+    """SPL / Success per scene family, one column per agent, episode counts in brackets; "" for fewer than
+    two families (none on scanned scenes), where the breakdown would repeat the totals."""
+    families = [f for f in SCENE_FAMILIES if any(f in s["by_family"] for s in summaries.values())]
+    if len(families) < 2:
+        return ""
+    rows = {f: [s["by_family"].get(f) for s in summaries.values()] for f in families}
+    return _group_table(summaries, "SPL / success (episodes) by scene family", "family", rows)
+
+
+def _rates_cell(rates: dict | None) -> str:
+    return "-" if rates is None else f"{rates['spl']:.2f} / {rates['success']:.2f} ({rates['episodes']})"
+
+
+def _group_table(summaries: dict[str, dict], title: str, first: str, rows: dict[str, list]) -> str:
+    """A table with a row per group (label: each agent's rates there, None where it has no episodes there,
+    shown as "-") and a column per agent."""
     width = max([18, *map(len, summaries)])
-    header = f"{'geodesic (m)':<12}" + "".join(f" {name:>{width}}" for name in summaries)
-    lines = ["SPL / success (episodes) by geodesic distance from start to goal", header, "-" * len(header)]
-    for lo, hi in bins:
-        cells = []
-        for s in summaries.values():
-            row = next((b for b in s["by_distance"] if b["min_geodesic"] == lo), None)
-            cell = "-" if row is None else f"{row['spl']:.2f} / {row['success']:.2f} ({row['episodes']})"
-            cells.append(f" {cell:>{width}}")
-        lines.append(f"{distance_bin_label(lo, hi):<12}" + "".join(cells))
+    header = f"{first:<12}" + "".join(f" {name:>{width}}" for name in summaries)
+    lines = [title, header, "-" * len(header)]
+    for label, cells in rows.items():
+        shown = [_rates_cell(c) for c in cells]
+        lines.append(f"{label:<12}" + "".join(f" {text:>{width}}" for text in shown))
     return "\n".join(lines)
 
 
