@@ -272,7 +272,8 @@ def load_teacher(model: str, device: str = "cpu") -> ActorCritic:
 @functools.cache
 def policy_teacher_config(model: str) -> ModelConfig:
     """The architecture and cameras of the policy teacher `model`, for the config's checks before training:
-    its config.json alone, so the weights are read once, by the trainer."""
+    its config checked against its weights' header, so a teacher that cannot load is refused before the
+    run starts, and its tensors are read once, by the trainer."""
     try:
         return load_model_config(model)
     except (NavzooError, OSError) as err:

@@ -1,7 +1,8 @@
 """`navzoo eval`: baselines and trained models on a split's fixed episodes of PointGoal (Success / SPL),
 Flee (D_T) or Explore (visited cells), through navzoo.evaluation.run.
 
-Prints a table (for PointGoal also by geodesic distance) and writes to OUT: eval.json, a top-down map per
+Prints a table (for PointGoal also by geodesic distance and, over two scene families or more, by
+family) and writes to OUT: eval.json, a top-down map per
 agent (map-<agent>.png), replays of the first episodes (replays/<agent>/episode-<index>.replay.json.gz, see
 navzoo.evaluation.replay) and for PointGoal spl_by_distance.png (DD-PPO Fig. 13).
 """
@@ -17,11 +18,11 @@ def register(subparsers) -> None:
         "eval",
         help="evaluate baselines and trained models on PointGoal, Flee or Explore episodes",
         description="Evaluate agents on the fixed episodes of a split: prints the task's metrics with 95% "
-        "confidence intervals (PointGoal: Success and SPL, also by geodesic distance; Flee: D_T; Explore: "
-        "visited cells) and writes eval.json, a top-down map per agent, replays and for PointGoal "
-        "spl_by_distance.png (DD-PPO Fig. 13). --task defaults to the task the first model was trained "
-        "for (PointGoal for baselines). Models run with the sensors and resolution they were built for "
-        "unless --sensors / --resolution say otherwise; baselines use 64x64 depth by default.",
+        "confidence intervals (PointGoal: Success and SPL, also by geodesic distance and scene family; Flee: "
+        "D_T; Explore: visited cells) and writes eval.json, a top-down map per agent, replays and for "
+        "PointGoal spl_by_distance.png (DD-PPO Fig. 13). --task defaults to the task the first model was "
+        "trained for (PointGoal for baselines). Models run with the sensors and resolution they were built "
+        "for unless --sensors / --resolution say otherwise; baselines use 64x64 depth by default.",
     )
     parser.add_argument(
         "agents",

@@ -16,6 +16,7 @@ from navzoo.evaluation.scene_maps import scene_maps
 from navzoo.evaluation.topdown import draw_episode
 from navzoo.names import SCENE_FAMILIES
 from navzoo.sim.batch_sim import BatchSim
+from navzoo.sim.scenes import scene_family
 from navzoo.tasks import Task, get_task
 
 DISTANCE_BINS = (0.0, 2.5, 5.0, 7.5, 10.0, 15.0, 20.0, math.inf)  # metres of geodesic start distance
@@ -123,9 +124,10 @@ def _pointgoal_summary(results: list[EpisodeResult]) -> dict:
         chosen = [r for r in results if lo <= _goal_metric(r.geodesic_distance) < hi]
         if chosen:
             by_distance.append({"min_geodesic": lo, "max_geodesic": hi, **_rates(chosen)})
+    families = [scene_family(r.scene_id) for r in results]
     by_family = {}
     for family in SCENE_FAMILIES:
-        chosen = [r for r in results if r.scene_id.split("/")[0] == family]
+        chosen = [r for r, f in zip(results, families, strict=True) if f == family]
         if chosen:
             by_family[family] = _rates(chosen)
     return {
@@ -189,11 +191,12 @@ def format_distance_table(summaries: dict[str, dict]) -> str:
 
 def format_family_table(summaries: dict[str, dict]) -> str:
     """SPL / Success per scene family, one column per agent, episode counts in brackets; "" for fewer than
-    two families (none on scanned scenes), where the breakdown would repeat the totals."""
-    families = [f for f in SCENE_FAMILIES if any(f in s["by_family"] for s in summaries.values())]
+    two families (none on scanned scenes), where the breakdown would repeat the totals. Summaries written
+    before they had `by_family` count as having none."""
+    families = [f for f in SCENE_FAMILIES if any(f in s.get("by_family", {}) for s in summaries.values())]
     if len(families) < 2:
         return ""
-    rows = {f: [s["by_family"].get(f) for s in summaries.values()] for f in families}
+    rows = {f: [s.get("by_family", {}).get(f) for s in summaries.values()] for f in families}
     return _group_table(summaries, "SPL / success (episodes) by scene family", "family", rows)
 
 
@@ -201,11 +204,13 @@ def _rates_cell(rates: dict | None) -> str:
     return "-" if rates is None else f"{rates['spl']:.2f} / {rates['success']:.2f} ({rates['episodes']})"
 
 
-def _group_table(summaries: dict[str, dict], title: str, first: str, rows: dict[str, list]) -> str:
+def _group_table(
+    summaries: dict[str, dict], title: str, label_header: str, rows: dict[str, list[dict | None]]
+) -> str:
     """A table with a row per group (label: each agent's rates there, None where it has no episodes there,
     shown as "-") and a column per agent."""
     width = max([18, *map(len, summaries)])
-    header = f"{first:<12}" + "".join(f" {name:>{width}}" for name in summaries)
+    header = f"{label_header:<12}" + "".join(f" {name:>{width}}" for name in summaries)
     lines = [title, header, "-" * len(header)]
     for label, cells in rows.items():
         shown = [_rates_cell(c) for c in cells]

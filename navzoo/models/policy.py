@@ -211,10 +211,24 @@ class ActorCritic(nn.Module, PolicyHubMixin):
         """Build the policy `folder`/config.json describes and load `folder`/model.safetensors strictly.
 
         `fallback` gives the name and provenance where the file has none (a zoo entry's, for its weights).
-        The architecture is first built on the meta device (shapes, no memory) and compared with the shapes
-        in the safetensors header, so a config that disagrees with its weights, or one too large for the
-        memory there is (navzoo.models.model_memory), is refused before anything is allocated.
+        Everything `config_from_folder` checks is refused before anything is allocated.
         """
+        config = cls.config_from_folder(folder, fallback=fallback)
+        policy_class = cls.class_for(config)
+        assert issubclass(policy_class, cls)  # config_from_folder refuses a folder of another class
+        policy = policy_class(config, fetch_timm_weights=False)
+        weights_file = Path(folder) / weights.WEIGHTS_NAME
+        tensors = weights.read_weights(weights_file)
+        weights.check_state_dict(policy, tensors, str(weights_file))
+        policy.load_state_dict(tensors, strict=True)
+        return policy.to(device).eval()
+
+    @classmethod
+    def config_from_folder(cls, folder: str | Path, *, fallback: ModelMetadata | None = None) -> ModelConfig:
+        """The config `folder`/config.json describes (with `fallback`'s name and provenance where it has
+        none), checked without reading a tensor: the architecture is built on the meta device (shapes, no
+        memory) and compared with the shapes in the safetensors header, so a config that disagrees with its
+        weights, or one too large for the memory there is (navzoo.models.model_memory), is refused."""
         folder = Path(folder)
         config, _ = weights.read_config(folder)
         if fallback is not None:
@@ -232,11 +246,7 @@ class ActorCritic(nn.Module, PolicyHubMixin):
             shaped = policy_class(config, fetch_timm_weights=False)
             weights.check_shapes(shaped, shapes, str(weights_file))
         refuse_unless_model_fits(config, measure(shaped, shaped.hidden_state_shape))
-        policy = policy_class(config, fetch_timm_weights=False)
-        tensors = weights.read_weights(weights_file)
-        weights.check_state_dict(policy, tensors, str(weights_file))
-        policy.load_state_dict(tensors, strict=True)
-        return policy.to(device).eval()
+        return config
 
     # What the model is, read from its config (navzoo.models.metadata).
     @property

@@ -13,7 +13,7 @@ from navzoo.names import CAMERAS, GOAL_SENSOR, SEEN_MAP, SEEN_MAP_CHANNELS
 from navzoo.sim.config import SimConfig
 from navzoo.sim.episodes import ANCHORS_PER_SCENE, Episode
 from navzoo.sim.pool import grid_bound, pool_bytes
-from navzoo.sim.scenes import FAMILIES
+from navzoo.sim.scenes import scene_family
 from navzoo.sim.seen_map import seen_map_bytes
 from navzoo.sim.task import lookup_task
 
@@ -102,7 +102,7 @@ def _pool_part(config: SimConfig, episodes: list[Episode] | None, prefix: str) -
     # Fixed episodes: a slot per scene they name, and at most one distance field per episode. A scene id
     # the pool cannot build is left to the pool to refuse.
     scenes = {ep.scene_id for ep in episodes}
-    families = tuple({sid.split("/")[0] for sid in scenes} & set(FAMILIES)) or config.scene_families
+    families = tuple({f for sid in scenes if (f := scene_family(sid)) is not None}) or config.scene_families
     rows, cols = grid_bound(families)
     nbytes = pool_bytes(len(scenes), len(episodes), rows, cols, stream=False)
     source = (

@@ -123,6 +123,14 @@ def parse_scene_id(sid: str) -> tuple[str, str, int]:
     return family, split, index
 
 
+def scene_family(sid: str) -> str | None:
+    """The family of a navzoo scene id; None for any other scene (a scanned mesh's path, say)."""
+    try:
+        return parse_scene_id(sid)[0]
+    except ConfigError:
+        return None
+
+
 def split_scene_ids(split: str, families: tuple[str, ...]) -> list[str]:
     """The evaluation scenes of a split, interleaved across families (train scenes are unbounded)."""
     count = SCENES_PER_SPLIT[split]

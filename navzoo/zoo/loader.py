@@ -114,7 +114,7 @@ def _create_from_folder(name: str, pretrained: bool, overrides: dict[str, Any]) 
         )
     if pretrained:
         return load(name)
-    config = load_model_config(name)
+    config, _ = read_config(locate(name)[0])
     refuse_unless_model_fits(config, model_size(config))
     return build_policy(config, fetch_timm_weights=False)
 
@@ -143,9 +143,11 @@ def load(
 
 
 def load_model_config(name: str | Path) -> ModelConfig:
-    """The config of the model `name` names (by the rule of `load`), read from its config.json without
-    reading its weights: the architecture, cameras and metadata, for checks made before building it."""
-    return read_config(locate(name)[0])[0]
+    """The config of the model `name` names (by the rule of `load`, metadata included), checked against
+    its weights' header as `load` checks it but without reading a tensor: for checks made before building
+    it. A model not yet on this machine is fetched first, as `load` fetches it."""
+    folder, entry = locate(name)
+    return ActorCritic.config_from_folder(folder, fallback=entry.metadata if entry is not None else None)
 
 
 def locate(

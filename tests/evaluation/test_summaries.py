@@ -43,6 +43,7 @@ def test_valid_results_summarize_as_before():
 def test_success_and_spl_by_scene_family_in_the_families_order():
     scenes = {"office/val/00001": 0.8, "apartment-s/val/00000": 0.5, "office/val/00000": 0.0}
     scenes["data/gibson/Adrian.glb"] = 1.0
+    scenes["office/gibson/Adrian.glb"] = 1.0  # a scanned mesh under a folder named like a family
     summary = summarize([result(i, spl, scene=s) for i, (s, spl) in enumerate(scenes.items())])
     families = summary["by_family"]
     assert [(f, r["episodes"], r["spl"], r["success"]) for f, r in families.items()] == [

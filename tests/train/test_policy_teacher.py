@@ -6,7 +6,7 @@ import torch
 
 import navzoo
 from navzoo.errors import ConfigError
-from navzoo.models.weights import save_pretrained
+from navzoo.models.weights import WEIGHTS_NAME, save_pretrained
 from navzoo.sim import MOVE_FORWARD, TURN_LEFT, BatchSim, SimConfig
 from navzoo.train.checkpoint import CheckpointError
 from navzoo.train.config import load_config
@@ -195,6 +195,11 @@ def test_a_teacher_that_cannot_be_loaded_is_named(tmp_path):
     overrides = ["stages=[]", *distilling(str(missing))]
     with pytest.raises(ConfigError, match=r"imitation\.teacher_model=.*teacher.*not an existing folder"):
         load_config("navzoo-pointnav-depth", overrides)
+    # A folder whose weights are gone is refused with the config, before a run folder is made.
+    folder = save_pretrained(navzoo.load(BLIND), missing)
+    (folder / WEIGHTS_NAME).unlink()
+    with pytest.raises(ConfigError, match=r"imitation\.teacher_model=.*model\.safetensors does not exist"):
+        load_config("navzoo-pointnav-depth", ["stages=[]", *distilling(str(folder))])
 
 
 def test_a_resume_whose_teacher_model_now_loads_another_model_is_refused(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -192,16 +193,28 @@ def test_create_model_takes_a_model_folder_as_timm_takes_hub_ids(tmp_path):
         navzoo.create_model(str(folder), hidden_size=8)
 
 
-def test_load_model_config_reads_the_config_without_the_weights(tmp_path):
-    """A check before training (a policy teacher's cameras and size) needs the config, not the weights."""
+def test_load_model_config_checks_the_weights_header_without_reading_tensors(tmp_path):
+    """A check before training (a policy teacher's cameras and size) needs the config, not the tensors."""
     for name in ("navzoo-pointnav-rgb", "navzoo-pointnav-blind"):
-        assert load_model_config(name) == navzoo.load(name).config
-    folder = save_pretrained(navzoo.create_model("pointnav-simple-cnn", hidden_size=16), tmp_path / "model")
+        config, loaded = load_model_config(name), navzoo.load(name).config
+        assert config == loaded and config.metadata == loaded.metadata
+    policy = navzoo.create_model("pointnav-simple-cnn", hidden_size=16)
+    folder = save_pretrained(policy, tmp_path / "model")
     config = navzoo.load(folder).config
-    (folder / WEIGHTS_NAME).unlink()
-    assert load_model_config(folder) == config and load_model_config(str(folder)) == config
-    with pytest.raises(WeightsFormatError):
+    # The same header over tensors load() refuses to act with: only the header is read.
+    nan = {k: v * math.nan if v.is_floating_point() else v for k, v in policy.state_dict().items()}
+    save_file(nan, folder / WEIGHTS_NAME)
+    with pytest.raises(WeightsFormatError, match="NaN"):
         navzoo.load(folder)
+    assert load_model_config(folder) == config and load_model_config(str(folder)) == config
+    # What the header shows is checked as load() checks it.
+    other = navzoo.create_model("pointnav-simple-cnn", hidden_size=24)
+    save_file(other.state_dict(), folder / WEIGHTS_NAME)
+    with pytest.raises(WeightsFormatError, match="wrong shape"):
+        load_model_config(folder)
+    (folder / WEIGHTS_NAME).unlink()
+    with pytest.raises(WeightsFormatError, match="does not exist"):
+        load_model_config(folder)
 
 
 def test_exported_files_follow_the_umask_so_a_group_can_read_them(tmp_path):
