@@ -54,11 +54,19 @@ def main() -> None:
         for path in dict.fromkeys([*checkpoints[args.stride - 1 :: args.stride], *checkpoints[-1:]]):
             if path.name not in points or points[path.name]["episodes"] != args.episodes:
                 points[path.name] = evaluate_checkpoint(path, args.episodes, args.num_envs)
-                cache_path.write_text(json.dumps(cache, indent=1))
+                save_cache(cache, cache_path)
                 p = points[path.name]
                 print(f"{label:<20} {p['frames']:>10,} frames {p['hours']:6.2f} h  SPL {p['spl']:.3f}")
         curves.setdefault(label, []).extend(points.values())
+    save_cache(cache, cache_path)
     plot(curves, args.episodes, args.out / "learning_curves.png")
+
+
+def save_cache(cache: dict[str, dict[str, dict]], path: Path) -> None:
+    """Write the results with each run's checkpoints in name order, whatever strides evaluated them: the
+    results pages read a run's last checkpoint as its last entry (`runs/x[-1]`)."""
+    ordered = {run: dict(sorted(points.items())) for run, points in cache.items()}
+    path.write_text(json.dumps(ordered, indent=1))
 
 
 def evaluate_checkpoint(path: Path, episodes: int, num_envs: int) -> dict:
