@@ -51,7 +51,7 @@ def test_labels_are_draws_from_the_teacher_s_distribution(blind_sim):
         observations, _, first, _ = blind_sim.step(labels)
     total = counts.sum()
     assert (counts / total - probs / total).abs().max() < 0.02
-    assert others_prob / total > 0.1
+    assert others_prob / total > 0.05  # enough doubt that an argmax teacher would fail the next line
     assert abs(others - others_prob) / total < 0.02
 
 
