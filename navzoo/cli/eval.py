@@ -1,10 +1,10 @@
 """`navzoo eval`: baselines and trained models on a split's fixed episodes of PointGoal (Success / SPL),
 Flee (D_T) or Explore (visited cells), through navzoo.evaluation.run.
 
-Prints a table (for PointGoal also by geodesic distance and, over two scene families or more, by
-family) and writes to OUT: eval.json, a top-down map per
-agent (map-<agent>.png), replays of the first episodes (replays/<agent>/episode-<index>.replay.json.gz, see
-navzoo.evaluation.replay) and for PointGoal spl_by_distance.png (DD-PPO Fig. 13).
+Prints a table (for PointGoal also by geodesic distance and, over two scene families or more, by family)
+and writes to OUT: eval.json, a top-down map per agent (map-<agent>.png), replays of the first episodes
+(replays/<agent>/episode-<index>.replay.json.gz, see navzoo.evaluation.replay) and for PointGoal
+spl_by_distance.png (DD-PPO Fig. 13).
 """
 
 from pathlib import Path
