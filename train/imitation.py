@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from navzoo.models.policy import ActorCritic, EvaluateResult
+from navzoo.models.weights import weights_digest
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.sim.config import STOP
 from navzoo.train.config_blocks import ImitationConfig, PPOConfig
@@ -34,6 +35,7 @@ DEPTH_TARGET_SIZE = 16  # the depth head predicts the depth image average-pooled
 MAP_TARGET_SIZE = 16  # the map head predicts this many squares a side around the agent ...
 MAP_TARGET_CELL = 0.5  # ... each this many metres wide: 8 m x 8 m
 TEACHER_PROBS = "teacher_probs"  # the step target holding a policy teacher's action distribution
+WEIGHTS_DIGEST = "weights_sha256"  # a policy teacher's record key: pins it by its numbers, not its name
 
 
 @dataclass
@@ -215,10 +217,15 @@ class TeacherLabels:
         self.drives = drives
 
     def policy_record(self) -> dict | None:
-        """A policy teacher's model name and provenance; None for the other teachers."""
+        """A policy teacher's model name, provenance and weights' digest; None for the other teachers."""
         if not isinstance(self.teacher, PolicyTeacher):
             return None
-        return {**(self.teacher.agent.policy.provenance or {}), "model": self.config.teacher_model}
+        policy = self.teacher.agent.policy
+        return {
+            **(policy.provenance or {}),
+            "model": self.config.teacher_model,
+            WEIGHTS_DIGEST: weights_digest(policy),
+        }
 
     def state_dict(self) -> dict:
         return self.teacher.state_dict()

@@ -13,7 +13,7 @@ import torch
 from navzoo.sim.batch_sim import BatchSim
 from navzoo.train import checkpoint as ckpt
 from navzoo.train.config import TrainConfig
-from navzoo.train.imitation import TeacherLabels
+from navzoo.train.imitation import WEIGHTS_DIGEST, TeacherLabels
 from navzoo.train.rollout import RolloutStorage
 
 CHECKPOINT_FORMAT = "navzoo-train-checkpoint"
@@ -98,15 +98,20 @@ def _flatten(config: dict, prefix: str = "") -> dict[str, Any]:
 
 
 def check_same_teacher(saved: dict | None, now: dict | None, path: Path) -> None:
-    """CheckpointError if the run at `path` distilled a policy teacher (`saved`: its name and provenance,
-    TeacherLabels.policy_record) and imitation.teacher_model now loads another model (`now`): the name may
-    have come to mean other weights, e.g. a zoo agent of another navzoo version or a relative folder read
-    from another working directory."""
+    """CheckpointError if the run at `path` distilled a policy teacher (`saved`: its name, provenance and
+    weights' digest, TeacherLabels.policy_record) and imitation.teacher_model now loads another model
+    (`now`): the name may have come to mean other weights, e.g. a zoo agent of another navzoo version, a
+    relative folder read from another working directory, or a folder overwritten by a run of the same
+    provenance."""
+    if saved is not None and now is not None and WEIGHTS_DIGEST not in saved:
+        # A checkpoint written before teachers were pinned by their weights is checked by provenance alone.
+        now = {key: value for key, value in now.items() if key != WEIGHTS_DIGEST}
     if saved is None or saved == now:
         return
 
     def described(record: dict) -> str:
-        return f"{record.get('model')} (run {record.get('run')!r}, {record.get('frames')} frames)"
+        digest = f", weights {record[WEIGHTS_DIGEST][:12]}" if WEIGHTS_DIGEST in record else ""
+        return f"{record.get('model')} (run {record.get('run')!r}, {record.get('frames')} frames{digest})"
 
     loaded = described(now) if now is not None else "no policy teacher"
     raise ckpt.CheckpointError(

@@ -10,6 +10,7 @@ navzoo.names, shared with the Hub transport (navzoo.storage.hf_hub).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,17 @@ def save_pretrained(
     }
     (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n")
     return folder
+
+
+def weights_digest(module: torch.nn.Module) -> str:
+    """SHA-256 of a model's parameters and buffers (names, dtypes, shapes and values): two models digest
+    alike only when they hold the same numbers, whatever their config.json or provenance say."""
+    digest = hashlib.sha256()
+    for key, tensor in sorted(module.state_dict().items()):
+        values = tensor.detach().to("cpu").contiguous().reshape(-1)
+        digest.update(f"{key}:{values.dtype}:{tuple(tensor.shape)};".encode())
+        digest.update(values.view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
 
 
 def _stored(tensor: torch.Tensor, dtype: torch.dtype | None) -> torch.Tensor:

@@ -1,17 +1,20 @@
 """The policy teacher (navzoo.train.teacher.PolicyTeacher): a trained policy labels each step with a draw
 from its distribution, carrying its memory through the episode as the simulator plays it."""
 
+from pathlib import Path
+
 import pytest
 import torch
 
 import navzoo
 from navzoo.errors import ConfigError
-from navzoo.models.weights import WEIGHTS_NAME, save_pretrained
+from navzoo.models.weights import WEIGHTS_NAME, save_pretrained, weights_digest
 from navzoo.sim import MOVE_FORWARD, TURN_LEFT, BatchSim, SimConfig
 from navzoo.train.checkpoint import CheckpointError
 from navzoo.train.config import load_config
 from navzoo.train.config_blocks import ImitationConfig, PPOConfig
-from navzoo.train.imitation import TEACHER_PROBS, DAgger, TeacherLabels
+from navzoo.train.imitation import TEACHER_PROBS, WEIGHTS_DIGEST, DAgger, TeacherLabels
+from navzoo.train.run_state import check_same_teacher
 from navzoo.train.teacher import PolicyTeacher
 from navzoo.train.trainer import train
 from tests.support import distilling
@@ -213,3 +216,25 @@ def test_a_resume_whose_teacher_model_now_loads_another_model_is_refused(tmp_pat
     refusal = r"trained with the teacher .*teacher \(run '.*loads .*'another'"
     with pytest.raises(CheckpointError, match=refusal):
         train(load_config("pointnav-blind", [*overrides, "total_frames=64"]), tmp_path / "run", resume=True)
+    # Other weights under the same provenance: the teacher is pinned by its numbers too.
+    with torch.no_grad():
+        next(blind.parameters()).add_(0.01)
+    save_pretrained(blind, teacher, provenance=blind.provenance)
+    digests = r"frames, weights [0-9a-f]{12}\), and .* weights [0-9a-f]{12}\)"
+    with pytest.raises(CheckpointError, match=digests):
+        train(load_config("pointnav-blind", [*overrides, "total_frames=64"]), tmp_path / "run", resume=True)
+
+
+def test_a_checkpoint_without_the_teacher_s_weights_digest_is_checked_by_provenance():
+    now = {"model": BLIND, "run": "r", "frames": 10, WEIGHTS_DIGEST: "ab" * 32}
+    before_pinning = {key: value for key, value in now.items() if key != WEIGHTS_DIGEST}
+    check_same_teacher(before_pinning, now, Path("run"))
+    with pytest.raises(CheckpointError, match="'other'"):
+        check_same_teacher({**before_pinning, "run": "other"}, now, Path("run"))
+
+
+def test_the_teacher_record_holds_the_digest_of_the_weights_it_labels_with(blind_sim):
+    record = TeacherLabels(blind_sim, ImitationConfig(teacher="policy", teacher_model=BLIND)).policy_record()
+    assert record is not None
+    assert record[WEIGHTS_DIGEST] == weights_digest(navzoo.load(BLIND))
+    assert (record["model"], record["frames"]) == (BLIND, navzoo.load(BLIND).provenance["frames"])
